@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Installs what opfuse needs and configures + builds it. Safe to run twice: every step
+# checks before it installs, and the second run reuses the apt packages, the venv and
+# the build tree.
+#
+#   Debian packages   doctest, Google Benchmark, nlohmann-json, CLI11, PoCL + ocl-icd,
+#                     ONNX + protobuf (graph import)
+#   Python venv       halide==21.0.0 (C++ library, headers, CMake package, autoscheduler
+#                     plugins), cmake>=3.28, ninja — kept in a per-user cache outside the
+#                     clone so that a fresh clone reuses it.
+#
+# Sourced by tools/run.sh and tools/test.sh; exports OPFUSE_VENV, OPFUSE_BUILD.
+set -euo pipefail
+
+OPFUSE_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+OPFUSE_VENV=${OPFUSE_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/opfuse/venv-halide21}
+OPFUSE_BUILD=${OPFUSE_BUILD:-$OPFUSE_ROOT/build}
+export OPFUSE_ROOT OPFUSE_VENV OPFUSE_BUILD
+
+APT_PACKAGES=(build-essential python3-dev doctest-dev libbenchmark-dev nlohmann-json3-dev
+              libcli11-dev pocl-opencl-icd ocl-icd-opencl-dev libonnx-dev libprotobuf-dev
+              protobuf-compiler)
+PIP_PACKAGES=("halide==21.0.0" "cmake>=3.28,<5" "ninja")
+
+log() { printf '[setup] %s\n' "$*" >&2; }
+
+install_apt() {
+  local missing=()
+  for p in "${APT_PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" \
+      || missing+=("$p")
+  done
+  if ((${#missing[@]})); then
+    log "installing Debian packages: ${missing[*]}"
+    local sudo=""
+    [ "$(id -u)" -eq 0 ] || sudo="sudo"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends \
+      "${missing[@]}" >/dev/null
+  fi
+}
+
+install_venv() {
+  local stamp="$OPFUSE_VENV/.opfuse-stamp" want
+  want=$(printf '%s\n' "${PIP_PACKAGES[@]}")
+  if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && [ -x "$OPFUSE_VENV/bin/cmake" ]; then
+    return
+  fi
+  log "creating Python venv with ${PIP_PACKAGES[*]} in $OPFUSE_VENV"
+  mkdir -p "$(dirname "$OPFUSE_VENV")"
+  python3 -m venv "$OPFUSE_VENV"
+  "$OPFUSE_VENV/bin/pip" install -q --upgrade pip
+  "$OPFUSE_VENV/bin/pip" install -q "${PIP_PACKAGES[@]}"
+  printf '%s' "$want" >"$stamp"
+}
+
+configure_and_build() {
+  local halide_dir
+  halide_dir=$("$OPFUSE_VENV/bin/python" -c 'import halide; print(halide.install_dir())')
+  if [ ! -f "$OPFUSE_BUILD/build.ninja" ]; then
+    log "configuring in $OPFUSE_BUILD"
+    "$OPFUSE_VENV/bin/cmake" -S "$OPFUSE_ROOT" -B "$OPFUSE_BUILD" -G Ninja \
+      -DCMAKE_BUILD_TYPE=Release -DCMAKE_MAKE_PROGRAM="$OPFUSE_VENV/bin/ninja" \
+      -DHalide_DIR="$halide_dir/lib64/cmake/Halide" \
+      -DHalideHelpers_DIR="$halide_dir/lib64/cmake/HalideHelpers" >&2
+  fi
+  log "building"
+  "$OPFUSE_VENV/bin/cmake" --build "$OPFUSE_BUILD" >&2
+}
+
+install_apt
+install_venv
+export PATH="$OPFUSE_VENV/bin:$PATH"
+configure_and_build
