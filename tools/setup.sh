@@ -13,7 +13,7 @@
 set -euo pipefail
 
 OPFUSE_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-OPFUSE_VENV=${OPFUSE_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/opfuse/venv-halide21}
+OPFUSE_VENV=${OPFUSE_VENV:-${XDG_CACHE_HOME:-${HOME:-/tmp}/.cache}/opfuse/venv-halide21}
 OPFUSE_BUILD=${OPFUSE_BUILD:-$OPFUSE_ROOT/build}
 export OPFUSE_ROOT OPFUSE_VENV OPFUSE_BUILD
 
