@@ -8,6 +8,8 @@ find_package(benchmark REQUIRED)
 find_package(nlohmann_json 3 REQUIRED)
 find_package(CLI11 REQUIRED)
 find_package(Threads REQUIRED)
+find_package(ONNX REQUIRED)      # Debian libonnx-dev: ONNX import
+find_package(Protobuf REQUIRED)
 
 # CUDA: only the toolkit's `ptxas` is needed, to assemble the PTX that Halide emits for
 # host-cuda. Without it the host-cuda libraries are not built and the PTX test reports a skip.

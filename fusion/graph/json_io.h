@@ -1,0 +1,19 @@
+// The JSON graph file format (documented in README.md, "Graph files"). Loading checks the
+// file's structure (unknown keys, wrong types, version) with the JSON path of each mistake,
+// then validates the graph. save(load(f)) reproduces f's content; load(save(g)) == g.
+#pragma once
+
+#include <string>
+
+#include "fusion/graph/graph.h"
+
+namespace opfuse::graph {
+
+inline constexpr int kGraphFormatVersion = 1;
+
+Graph graph_from_json_string(const std::string& text, const std::string& source = "<string>");
+Graph load_graph_json(const std::string& path);
+std::string graph_to_json_string(const Graph& g);
+void save_graph_json(const Graph& g, const std::string& path);
+
+}  // namespace opfuse::graph

@@ -1,0 +1,86 @@
+// The operator set: for every op, its fusion kind, its arity, its attributes (parsed in one
+// place, with defaults) and its shape rule. The Halide lowering (fusion/ops) and the reference
+// executor (fusion/reference) read attributes through the same parsers, so the three agree.
+//
+// Conventions (as ONNX, row-major shapes):
+//   conv2d   x: NCHW or NHWC (attr "layout", else the input's layout, else NCHW);
+//            w: [C_out, C_in / groups, KH, KW] in either layout; optional bias [C_out].
+//            pads = [top, left, bottom, right].
+//   pools    same layouts and pads; no ceil mode. avg_pool excludes padding from the count
+//            unless count_include_pad = 1.
+//   matmul   a [..., M, K] x b [..., K, N], batch dims broadcast as in numpy.
+//   linear   x [..., K] x w [K, N] (+ b [N]).
+//   binary   add/sub/mul/div broadcast as in numpy.
+#pragma once
+
+#include <array>
+#include <string>
+#include <vector>
+
+#include "fusion/graph/graph.h"
+
+namespace opfuse::graph {
+
+struct OpSchema {
+  const char* name;
+  FusionKind kind;
+  int min_inputs;
+  int max_inputs;  // -1: variadic
+  const char* summary;
+};
+
+// nullptr if `op` is not a known operator.
+const OpSchema* find_op(const std::string& op);
+// The schema of a node's op; GraphError naming the node if unknown.
+const OpSchema& schema_of(const Node& node);
+const std::vector<OpSchema>& all_ops();
+
+// Checks the node's attributes and its inputs' shapes and dtypes; returns the output shapes.
+std::vector<Shape> infer_shapes(const Node& node, const std::vector<const Tensor*>& inputs);
+
+// --- attribute parsers --------------------------------------------------------------------
+[[noreturn]] void fail(const Node& node, const std::string& what);
+
+int64_t attr_int(const Node& n, const std::string& key, int64_t fallback);
+double attr_float(const Node& n, const std::string& key, double fallback);
+std::string attr_string(const Node& n, const std::string& key, const std::string& fallback);
+std::vector<int64_t> attr_ints(const Node& n, const std::string& key,
+                               const std::vector<int64_t>& fallback);
+
+// Normalises a possibly negative axis for a tensor of `rank` dims; GraphError if out of range.
+int normalize_axis(const Node& n, int64_t axis, size_t rank);
+
+struct Window2d {  // conv and pooling geometry
+  Layout layout = Layout::NCHW;
+  std::array<int64_t, 2> kernel{1, 1};
+  std::array<int64_t, 2> strides{1, 1};
+  std::array<int64_t, 4> pads{0, 0, 0, 0};  // top, left, bottom, right
+  std::array<int64_t, 2> dilations{1, 1};
+  int64_t groups = 1;
+  bool count_include_pad = false;
+  // Axis positions of N, C, H, W in the layout.
+  int n_axis() const { return 0; }
+  int c_axis() const { return layout == Layout::NHWC ? 3 : 1; }
+  int h_axis() const { return layout == Layout::NHWC ? 1 : 2; }
+  int w_axis() const { return layout == Layout::NHWC ? 2 : 3; }
+};
+
+// Conv: kernel from the weight's shape. Pools: kernel from the attribute.
+Window2d conv2d_window(const Node& n, const Tensor& x, const Tensor& w);
+Window2d pool_window(const Node& n, const Tensor& x);
+// The layout an op on `x` works in: attr "layout", else x's layout, else NCHW.
+Layout op_layout(const Node& n, const Tensor& x);
+
+struct UnaryParams {  // leaky_relu alpha, clamp bounds, gelu variant
+  double alpha = 0.01;
+  double lo = 0, hi = 6;
+  bool gelu_tanh = false;
+};
+UnaryParams unary_params(const Node& n);
+
+// Numpy broadcasting of two shapes; GraphError naming the node if incompatible.
+Shape broadcast_shapes(const Node& n, const Shape& a, const Shape& b);
+// Resolves a reshape target (one -1 inferred, 0 copies the input's dim).
+Shape reshape_target(const Node& n, const Shape& in);
+
+}  // namespace opfuse::graph

@@ -1,0 +1,391 @@
+#include "fusion/ops/lower.h"
+
+#include <cctype>
+#include <cmath>
+#include <limits>
+#include <set>
+
+#include "fusion/graph/op_schema.h"
+
+namespace opfuse::ops {
+
+using namespace Halide;
+using graph::Graph;
+using graph::Node;
+using graph::Shape;
+
+Expr at(const Func& f, const std::vector<Expr>& idx) {
+  std::vector<Expr> args(idx.rbegin(), idx.rend());
+  return f(args);
+}
+
+std::vector<Var> make_vars(size_t rank, const std::string& prefix) {
+  std::vector<Var> v;
+  for (size_t i = 0; i < rank; ++i) v.emplace_back(prefix + std::to_string(i));
+  return v;
+}
+
+std::string halide_safe_name(const std::string& name) {
+  std::string out = name.empty() ? "t" : name;
+  for (char& c : out) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') c = '_';
+  }
+  if (std::isdigit(static_cast<unsigned char>(out[0]))) out = "t" + out;
+  return out;
+}
+
+std::vector<Var> halide_args(const std::vector<Var>& row_major) {
+  return {row_major.rbegin(), row_major.rend()};
+}
+
+namespace {
+
+std::vector<Expr> exprs(const std::vector<Var>& vs) { return {vs.begin(), vs.end()}; }
+
+// Index into an operand of shape `s` broadcast (numpy rules) to the output index `out`.
+std::vector<Expr> broadcast_index(const Shape& s, const std::vector<Var>& out) {
+  std::vector<Expr> idx;
+  const size_t lead = out.size() - s.size();
+  for (size_t i = 0; i < s.size(); ++i) idx.push_back(s[i] == 1 ? Expr(0) : Expr(out[lead + i]));
+  return idx;
+}
+
+// The region of a tensor in Halide argument order, for boundary conditions.
+Region region_of(const Shape& s) {
+  Region r;
+  for (auto it = s.rbegin(); it != s.rend(); ++it) r.emplace_back(Expr(0), Expr(int(*it)));
+  return r;
+}
+
+class Lowerer {
+ public:
+  Lowerer(const Graph& g, LoweredGraph& out) : g_(g), out_(out) {}
+
+  void lower_node(const Node& n) {
+    funcs_.clear();
+    const graph::Tensor& y = g_.tensor(n.outputs[0]);
+    vars_ = make_vars(y.shape.size());
+    Func result = dispatch(n);
+    funcs_.push_back(result);
+    out_.tensors[n.outputs[0]] = result;
+    out_.nodes.push_back({n.name, funcs_});
+  }
+
+ private:
+  Func in(const Node& n, size_t i) const { return out_.tensors.at(n.inputs[i]); }
+  const Shape& shape(const Node& n, size_t i) const { return g_.tensor(n.inputs[i]).shape; }
+
+  // A new Func named after the node, remembered as one of the node's Funcs.
+  Func helper(const Node& n, const std::string& what) {
+    Func f(unique(n.name + "_" + what));
+    funcs_.push_back(f);
+    return f;
+  }
+
+  Func define(const Node& n, Expr e) {
+    Func f(unique(n.name));
+    f(halide_args(vars_)) = e;
+    return f;
+  }
+
+  Func dispatch(const Node& n) {
+    const std::string& op = n.op;
+    const graph::FusionKind kind = graph::schema_of(n).kind;
+    if (kind == graph::FusionKind::elementwise) return unary(n);
+    if (op == "add" || op == "sub" || op == "mul" || op == "div") return binary(n);
+    if (op == "bias_add") return bias_add(n);
+    if (op == "batch_norm") return batch_norm(n);
+    if (op == "layer_norm") return layer_norm(n);
+    if (op == "softmax") return softmax(n);
+    if (op == "conv2d") return conv2d(n);
+    if (op == "matmul") return matmul(n);
+    if (op == "linear") return linear(n);
+    if (op == "max_pool" || op == "avg_pool") return pool(n);
+    if (op == "global_avg_pool") return global_avg_pool(n);
+    if (op == "transpose") return transpose(n);
+    if (op == "reshape") return reshape(n);
+    if (op == "concat") return concat(n);
+    graph::fail(n, "has no Halide lowering (internal error)");
+  }
+
+  Func unary(const Node& n) {
+    const graph::UnaryParams p = graph::unary_params(n);
+    Expr x = at(in(n, 0), exprs(vars_));
+    const std::string& op = n.op;
+    Expr e;
+    if (op == "relu") e = max(x, 0.0f);
+    else if (op == "leaky_relu") e = select(x > 0.0f, x, float(p.alpha) * x);
+    else if (op == "clamp") e = clamp(x, float(p.lo), float(p.hi));
+    else if (op == "relu6") e = clamp(x, 0.0f, 6.0f);
+    else if (op == "sigmoid") e = 1.0f / (1.0f + Halide::exp(-x));
+    else if (op == "tanh") e = Halide::tanh(x);
+    else if (op == "exp") e = Halide::exp(x);
+    else if (op == "gelu" && p.gelu_tanh) {
+      // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+      const float k = float(std::sqrt(2.0 / M_PI));
+      e = 0.5f * x * (1.0f + Halide::tanh(k * (x + 0.044715f * x * x * x)));
+    } else if (op == "gelu") {
+      e = 0.5f * x * (1.0f + Halide::erf(x * float(M_SQRT1_2)));  // x * Phi(x)
+    } else {
+      graph::fail(n, "unknown elementwise op (internal error)");
+    }
+    return define(n, e);
+  }
+
+  Func binary(const Node& n) {
+    Expr a = at(in(n, 0), broadcast_index(shape(n, 0), vars_));
+    Expr b = at(in(n, 1), broadcast_index(shape(n, 1), vars_));
+    const std::string& op = n.op;
+    return define(n, op == "add" ? a + b : op == "sub" ? a - b : op == "mul" ? a * b : a / b);
+  }
+
+  Func bias_add(const Node& n) {
+    const int axis = graph::normalize_axis(n, graph::attr_int(n, "axis", 1), vars_.size());
+    return define(n, at(in(n, 0), exprs(vars_)) + in(n, 1)(vars_[axis]));
+  }
+
+  Func batch_norm(const Node& n) {
+    const graph::Tensor& x = g_.tensor(n.inputs[0]);
+    const int axis = graph::normalize_axis(
+        n, graph::attr_int(n, "axis", x.layout == graph::Layout::NHWC ? 3 : 1), vars_.size());
+    const float eps = float(graph::attr_float(n, "epsilon", 1e-5));
+    // y = (x - mean) * gamma / sqrt(var + eps) + beta; the per-channel factor is its own Func
+    // so that a schedule can compute it once.
+    Var c("c");
+    Func factor = helper(n, "factor");
+    factor(c) = in(n, 1)(c) / Halide::sqrt(in(n, 4)(c) + eps);
+    Expr ch = vars_[axis];
+    return define(n, (at(in(n, 0), exprs(vars_)) - in(n, 3)(ch)) * factor(ch) + in(n, 2)(ch));
+  }
+
+  // Normalises over the trailing axes from `axis`; mean and variance are two passes.
+  Func layer_norm(const Node& n) {
+    const Shape& s = shape(n, 0);
+    const int axis = graph::normalize_axis(n, graph::attr_int(n, "axis", -1), s.size());
+    const float eps = float(graph::attr_float(n, "epsilon", 1e-5));
+    Region dom;
+    float count = 1;
+    for (size_t i = axis; i < s.size(); ++i) dom.emplace_back(0, int(s[i])), count *= float(s[i]);
+    RDom r(dom);
+    std::vector<Var> outer(vars_.begin(), vars_.begin() + axis);
+    std::vector<Expr> xi = exprs(outer);
+    for (int i = 0; i < r.dimensions(); ++i) xi.push_back(r[i]);
+    Func x = in(n, 0);
+    Func mean = helper(n, "mean"), var = helper(n, "var");
+    mean(halide_args(outer)) = 0.0f;
+    mean(halide_args(outer)) += at(x, xi) / count;
+    Expr centered = at(x, xi) - mean(halide_args(outer));
+    var(halide_args(outer)) = 0.0f;
+    var(halide_args(outer)) += centered * centered / count;
+    std::vector<Expr> norm_idx(vars_.begin() + axis, vars_.end());
+    Expr y = (at(x, exprs(vars_)) - mean(halide_args(outer))) /
+             Halide::sqrt(var(halide_args(outer)) + eps);
+    return define(n, y * at(in(n, 1), norm_idx) + at(in(n, 2), norm_idx));
+  }
+
+  Func softmax(const Node& n) {
+    const Shape& s = shape(n, 0);
+    const int axis = graph::normalize_axis(n, graph::attr_int(n, "axis", -1), s.size());
+    RDom r(0, int(s[axis]));
+    std::vector<Var> rest;
+    for (size_t i = 0; i < vars_.size(); ++i) {
+      if (int(i) != axis) rest.push_back(vars_[i]);
+    }
+    std::vector<Expr> along = exprs(vars_);
+    along[axis] = r;
+    Func x = in(n, 0);
+    // Numerically stable: exp(x - max) never overflows, and the sum is >= 1.
+    Func mx = helper(n, "max"), e = helper(n, "exp"), sum = helper(n, "sum");
+    mx(halide_args(rest)) = maximum(at(x, along));
+    e(halide_args(vars_)) = Halide::exp(at(x, exprs(vars_)) - mx(halide_args(rest)));
+    sum(halide_args(rest)) = 0.0f;
+    sum(halide_args(rest)) += at(e, along);
+    return define(n, e(halide_args(vars_)) / sum(halide_args(rest)));
+  }
+
+  Func conv2d(const Node& n) {
+    const graph::Tensor& xt = g_.tensor(n.inputs[0]);
+    const graph::Tensor& wt = g_.tensor(n.inputs[1]);
+    const graph::Window2d win = graph::conv2d_window(n, xt, wt);
+    const int cin_g = int(wt.shape[1]), cout_g = int(wt.shape[0] / win.groups);
+    Func padded = BoundaryConditions::constant_exterior(in(n, 0), 0.0f, region_of(xt.shape));
+    funcs_.push_back(padded);
+    RDom r(0, cin_g, 0, int(win.kernel[0]), 0, int(win.kernel[1]), unique(n.name + "_r"));
+    Expr co = vars_[win.c_axis()];
+    Expr ci = (co / cout_g) * cin_g + r.x;  // input channel within the output's group
+    std::vector<Expr> xi(4);
+    xi[win.n_axis()] = vars_[win.n_axis()];
+    xi[win.c_axis()] = ci;
+    xi[win.h_axis()] = vars_[win.h_axis()] * int(win.strides[0]) - int(win.pads[0]) +
+                       r.y * int(win.dilations[0]);
+    xi[win.w_axis()] = vars_[win.w_axis()] * int(win.strides[1]) - int(win.pads[1]) +
+                       r.z * int(win.dilations[1]);
+    Func acc = helper(n, "acc");
+    acc(halide_args(vars_)) = n.inputs.size() == 3 ? in(n, 2)(co) : Expr(0.0f);
+    acc(halide_args(vars_)) += at(padded, xi) * at(in(n, 1), {co, r.x, r.y, r.z});
+    return define(n, acc(halide_args(vars_)));
+  }
+
+  Func matmul(const Node& n) {
+    const Shape& a = shape(n, 0);
+    const Shape& b = shape(n, 1);
+    const size_t rank = vars_.size();
+    RDom k(0, int(a.back()), unique(n.name + "_k"));
+    std::vector<Var> batch(vars_.begin(), vars_.end() - 2);
+    std::vector<Expr> ai = broadcast_index(Shape(a.begin(), a.end() - 2), batch);
+    std::vector<Expr> bi = broadcast_index(Shape(b.begin(), b.end() - 2), batch);
+    ai.push_back(vars_[rank - 2]);
+    ai.push_back(k);
+    bi.push_back(k);
+    bi.push_back(vars_[rank - 1]);
+    Func acc = helper(n, "acc");
+    acc(halide_args(vars_)) = 0.0f;
+    acc(halide_args(vars_)) += at(in(n, 0), ai) * at(in(n, 1), bi);
+    return define(n, acc(halide_args(vars_)));
+  }
+
+  Func linear(const Node& n) {
+    const Shape& x = shape(n, 0);
+    RDom k(0, int(x.back()), unique(n.name + "_k"));
+    std::vector<Expr> xi = exprs(vars_);
+    xi.back() = k;
+    Expr col = vars_.back();
+    Func acc = helper(n, "acc");
+    acc(halide_args(vars_)) = n.inputs.size() == 3 ? in(n, 2)(col) : Expr(0.0f);
+    acc(halide_args(vars_)) += at(in(n, 0), xi) * in(n, 1)(col, k);
+    return define(n, acc(halide_args(vars_)));
+  }
+
+  Func pool(const Node& n) {
+    const graph::Tensor& xt = g_.tensor(n.inputs[0]);
+    const graph::Window2d win = graph::pool_window(n, xt);
+    const bool is_max = n.op == "max_pool";
+    Func padded = BoundaryConditions::constant_exterior(
+        in(n, 0), is_max ? Expr(-std::numeric_limits<float>::infinity()) : Expr(0.0f),
+        region_of(xt.shape));
+    funcs_.push_back(padded);
+    RDom r(0, int(win.kernel[0]), 0, int(win.kernel[1]), unique(n.name + "_r"));
+    Expr h0 = vars_[win.h_axis()] * int(win.strides[0]) - int(win.pads[0]);
+    Expr w0 = vars_[win.w_axis()] * int(win.strides[1]) - int(win.pads[1]);
+    std::vector<Expr> xi = exprs(vars_);
+    xi[win.h_axis()] = h0 + r.x;
+    xi[win.w_axis()] = w0 + r.y;
+    if (is_max) return define(n, maximum(at(padded, xi)));
+    Func sum = helper(n, "sum");
+    sum(halide_args(vars_)) = 0.0f;
+    sum(halide_args(vars_)) += at(padded, xi);
+    Expr count;
+    if (win.count_include_pad) {
+      count = float(win.kernel[0] * win.kernel[1]);
+    } else {  // window positions that fall inside the input
+      const int H = int(xt.shape[win.h_axis()]), W = int(xt.shape[win.w_axis()]);
+      Expr hs = min(h0 + int(win.kernel[0]), H) - max(h0, 0);
+      Expr ws = min(w0 + int(win.kernel[1]), W) - max(w0, 0);
+      count = cast<float>(hs * ws);
+    }
+    return define(n, sum(halide_args(vars_)) / count);
+  }
+
+  Func global_avg_pool(const Node& n) {
+    const graph::Tensor& xt = g_.tensor(n.inputs[0]);
+    const graph::Window2d win = graph::pool_window(n, xt);
+    const int H = int(xt.shape[win.h_axis()]), W = int(xt.shape[win.w_axis()]);
+    RDom r(0, H, 0, W, unique(n.name + "_r"));
+    std::vector<Expr> xi = exprs(vars_);
+    xi[win.h_axis()] = r.x;
+    xi[win.w_axis()] = r.y;
+    Func sum = helper(n, "sum");
+    sum(halide_args(vars_)) = 0.0f;
+    sum(halide_args(vars_)) += at(in(n, 0), xi);
+    return define(n, sum(halide_args(vars_)) / float(H * W));
+  }
+
+  Func transpose(const Node& n) {
+    std::vector<int64_t> perm = graph::attr_ints(n, "perm", {});
+    if (perm.empty()) {
+      for (int64_t i = int64_t(vars_.size()) - 1; i >= 0; --i) perm.push_back(i);
+    }
+    std::vector<Expr> xi(vars_.size());
+    for (size_t i = 0; i < perm.size(); ++i) xi[perm[i]] = vars_[i];  // out axis i = in axis perm[i]
+    return define(n, at(in(n, 0), xi));
+  }
+
+  Func reshape(const Node& n) {
+    const Shape& s = shape(n, 0);
+    const Shape& o = g_.tensor(n.outputs[0]).shape;
+    // Linear row-major offset of the output index, unflattened into the input's shape.
+    Expr flat = 0;
+    for (size_t i = 0; i < o.size(); ++i) flat = flat * int(o[i]) + vars_[i];
+    std::vector<Expr> xi(s.size());
+    for (int i = int(s.size()) - 1; i >= 0; --i) {
+      xi[i] = i == 0 ? flat : flat % int(s[i]);
+      if (i > 0) flat = flat / int(s[i]);
+    }
+    return define(n, at(in(n, 0), xi));
+  }
+
+  Func concat(const Node& n) {
+    const int axis = graph::normalize_axis(n, graph::attr_int(n, "axis", 0), vars_.size());
+    Expr e;
+    int offset = 0;
+    std::vector<std::pair<Expr, Expr>> parts;
+    for (size_t i = 0; i < n.inputs.size(); ++i) {
+      const int len = int(shape(n, i)[axis]);
+      std::vector<Expr> xi = exprs(vars_);
+      // Clamped so that bounds inference keeps each input's reads within its extent.
+      xi[axis] = clamp(vars_[axis] - offset, 0, len - 1);
+      parts.emplace_back(vars_[axis] < offset + len, at(in(n, i), xi));
+      offset += len;
+    }
+    e = parts.back().second;
+    for (int i = int(parts.size()) - 2; i >= 0; --i) e = select(parts[i].first, parts[i].second, e);
+    return define(n, e);
+  }
+
+  // Distinct sanitised names: two graph names may sanitise to the same string.
+  std::string unique(const std::string& name) {
+    std::string base = halide_safe_name(name), out = base;
+    for (int i = 1; !used_.insert(out).second; ++i) out = base + "_" + std::to_string(i);
+    return out;
+  }
+
+  const Graph& g_;
+  LoweredGraph& out_;
+  std::set<std::string> used_;
+  std::vector<Var> vars_;
+  std::vector<Func> funcs_;
+};
+
+}  // namespace
+
+LoweredGraph lower(const Graph& g, const std::map<std::string, Func>& sources) {
+  LoweredGraph out;
+  for (const auto& name : g.tensor_names()) {
+    const graph::Tensor& t = g.tensor(name);
+    if (t.kind == graph::TensorKind::intermediate) continue;
+    auto it = sources.find(name);
+    if (it == sources.end()) {
+      throw graph::GraphError("lowering graph '" + g.name + "': no source Func for " +
+                              graph::to_string(t.kind) + " '" + name + "'");
+    }
+    Func src = it->second;
+    if (src.dimensions() != int(t.shape.size())) {
+      throw graph::GraphError("lowering graph '" + g.name + "': source for '" + name + "' has " +
+                              std::to_string(src.dimensions()) + " dimensions, the tensor " +
+                              std::to_string(t.shape.size()));
+    }
+    if (t.dtype == graph::DType::f16) {  // computed in f32
+      Func wide(halide_safe_name(name) + "_f32");
+      std::vector<Var> v = make_vars(t.shape.size());
+      wide(halide_args(v)) = cast<float>(src(halide_args(v)));
+      src = wide;
+    }
+    out.tensors[name] = src;
+  }
+  Lowerer lowerer(g, out);
+  for (size_t i : g.topo_order()) lowerer.lower_node(g.nodes()[i]);
+  for (const auto& name : g.outputs()) out.outputs.push_back(out.tensors.at(name));
+  return out;
+}
+
+}  // namespace opfuse::ops

@@ -1,0 +1,44 @@
+// The operator library: every graph node lowered to Halide Funcs — the algorithm only, no
+// schedule (every Func is left inline; schedules/ decides where each is computed).
+//
+// Tensors are row-major; a Halide Func's first argument is the innermost dimension, so a
+// tensor of shape [d0, d1, ..., dk] is a Func f(x_k, ..., x_1, x_0). Every Func computes in
+// f32; f16 graph inputs are widened on entry and f16 outputs are narrowed by the caller.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "Halide.h"
+#include "fusion/graph/graph.h"
+
+namespace opfuse::ops {
+
+struct LoweredNode {
+  std::string node;                // graph node name
+  std::vector<Halide::Func> funcs;  // every Func the op defined, its output last
+  Halide::Func output() const { return funcs.back(); }
+};
+
+struct LoweredGraph {
+  std::map<std::string, Halide::Func> tensors;  // every tensor, by name (sources included)
+  std::vector<LoweredNode> nodes;               // in topological order
+  std::vector<Halide::Func> outputs;            // graph outputs, in order
+};
+
+// `sources` holds a Func for every graph input and param (an ImageParam, a Buffer wrapper or a
+// Generator Input), with the tensor's rank in Halide's argument order. `g` must be validated.
+LoweredGraph lower(const graph::Graph& g, const std::map<std::string, Halide::Func>& sources);
+
+// Reads element `idx` (row-major order) of `f`.
+Halide::Expr at(const Halide::Func& f, const std::vector<Halide::Expr>& idx);
+// The Vars of a tensor of rank `rank`, row-major order, named after `prefix`.
+std::vector<Halide::Var> make_vars(size_t rank, const std::string& prefix = "d");
+// A Halide-safe name: graph names (e.g. ONNX's "/layer1/Conv") may hold characters Halide
+// reserves; everything but [A-Za-z0-9_] becomes '_'.
+std::string halide_safe_name(const std::string& name);
+// Halide argument list (innermost first) from row-major Vars.
+std::vector<Halide::Var> halide_args(const std::vector<Halide::Var>& row_major);
+
+}  // namespace opfuse::ops

@@ -1,0 +1,107 @@
+#include "fusion/ops/realize.h"
+
+#include "fusion/ops/lower.h"
+
+namespace opfuse::ops {
+
+using namespace Halide;
+
+namespace {
+
+std::vector<int> halide_extents(const graph::Shape& s) {
+  return std::vector<int>(s.rbegin(), s.rend());
+}
+
+// A Halide buffer holding `t` in the tensor's storage dtype.
+Buffer<> to_buffer(const graph::Tensor& info, const graph::HostTensor& t) {
+  if (t.shape != info.shape) {
+    throw graph::GraphError("input '" + info.name + "' has shape " + graph::shape_to_string(t.shape) +
+                            ", the graph expects " + graph::shape_to_string(info.shape));
+  }
+  const std::vector<int> ext = halide_extents(t.shape);
+  if (info.dtype == graph::DType::f16) {
+    Buffer<float16_t> b(ext);
+    float16_t* p = b.data();
+    for (size_t i = 0; i < t.size(); ++i) p[i] = float16_t(t.data[i]);
+    return b;
+  }
+  Buffer<float> b(ext);
+  std::copy(t.data.begin(), t.data.end(), b.data());
+  return b;
+}
+
+graph::HostTensor from_buffer(const graph::Shape& shape, const Buffer<>& b) {
+  graph::HostTensor t(shape);
+  if (b.type() == Float(16)) {
+    const float16_t* p = static_cast<const float16_t*>(b.data());
+    for (size_t i = 0; i < t.size(); ++i) t.data[i] = float(p[i]);
+  } else {
+    const float* p = static_cast<const float*>(b.data());
+    std::copy(p, p + t.size(), t.data.begin());
+  }
+  return t;
+}
+
+}  // namespace
+
+graph::TensorMap realize_root(const graph::Graph& g, const graph::TensorMap& inputs,
+                              const graph::TensorMap& params) {
+  std::map<std::string, Func> sources;
+  std::vector<Buffer<>> keep_alive;
+  for (const auto& name : g.tensor_names()) {
+    const graph::Tensor& t = g.tensor(name);
+    if (t.kind == graph::TensorKind::intermediate) continue;
+    graph::HostTensor value;
+    if (t.kind == graph::TensorKind::input) {
+      auto it = inputs.find(name);
+      if (it == inputs.end()) throw graph::GraphError("missing graph input '" + name + "'");
+      value = it->second;
+    } else {
+      auto it = params.find(name);
+      value = it != params.end() ? it->second : graph::param_values(t);
+    }
+    Buffer<> b = to_buffer(t, value);
+    keep_alive.push_back(b);
+    Func f(halide_safe_name(name) + "_src");
+    const std::vector<Var> args = halide_args(make_vars(t.shape.size()));
+    f(args) = b(std::vector<Expr>(args.begin(), args.end()));
+    sources[name] = f;
+  }
+
+  LoweredGraph lowered = lower(g, sources);
+  for (const LoweredNode& n : lowered.nodes) {
+    for (Func f : n.funcs) f.compute_root();
+  }
+  std::vector<Func> outs;
+  std::vector<Buffer<>> bufs;
+  for (size_t i = 0; i < g.outputs().size(); ++i) {
+    const graph::Tensor& t = g.tensor(g.outputs()[i]);
+    Func out = lowered.outputs[i];
+    if (t.dtype == graph::DType::f16) {
+      Func narrow(halide_safe_name(t.name) + "_f16");
+      std::vector<Var> v = make_vars(t.shape.size());
+      narrow(halide_args(v)) = cast(Float(16), out(halide_args(v)));
+      out = narrow;
+      bufs.push_back(Buffer<float16_t>(halide_extents(t.shape)));
+    } else {
+      // An output Func is also an intermediate of other nodes; wrap it so the pipeline's
+      // outputs are distinct Funcs.
+      Func wrap(halide_safe_name(t.name) + "_out");
+      std::vector<Var> v = make_vars(t.shape.size());
+      wrap(halide_args(v)) = out(halide_args(v));
+      out = wrap;
+      bufs.push_back(Buffer<float>(halide_extents(t.shape)));
+    }
+    outs.push_back(out);
+  }
+  Pipeline p(outs);
+  p.realize(Realization(bufs), get_jit_target_from_environment());
+
+  graph::TensorMap result;
+  for (size_t i = 0; i < g.outputs().size(); ++i) {
+    result[g.outputs()[i]] = from_buffer(g.tensor(g.outputs()[i]).shape, bufs[i]);
+  }
+  return result;
+}
+
+}  // namespace opfuse::ops

@@ -1,0 +1,15 @@
+// Runs a graph through Halide's JIT with every Func computed at root: each op its own loop
+// nest over its whole output, nothing fused. It checks the operator library against the
+// reference executor, independent of any fusion decision.
+#pragma once
+
+#include "fusion/graph/graph.h"
+#include "fusion/graph/host_tensor.h"
+
+namespace opfuse::ops {
+
+// Returns the graph outputs, by name. f16 inputs and outputs are stored as Halide float16.
+graph::TensorMap realize_root(const graph::Graph& g, const graph::TensorMap& inputs,
+                              const graph::TensorMap& params = {});
+
+}  // namespace opfuse::ops

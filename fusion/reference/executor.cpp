@@ -1,0 +1,320 @@
+#include "fusion/reference/executor.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "fusion/graph/op_schema.h"
+
+namespace opfuse::reference {
+
+using graph::Graph;
+using graph::HostTensor;
+using graph::Node;
+using graph::Shape;
+
+namespace {
+
+using Index = std::vector<int64_t>;
+
+// Calls fn(index) for every row-major index of `shape`, in order.
+template <typename Fn>
+void for_each_index(const Shape& shape, Fn fn) {
+  Index idx(shape.size(), 0);
+  const int64_t total = graph::num_elements(shape);
+  for (int64_t flat = 0; flat < total; ++flat) {
+    fn(idx, flat);
+    for (int d = int(shape.size()) - 1; d >= 0; --d) {
+      if (++idx[d] < shape[d]) break;
+      idx[d] = 0;
+    }
+  }
+}
+
+int64_t offset(const Shape& shape, const Index& idx) {
+  int64_t off = 0;
+  for (size_t i = 0; i < shape.size(); ++i) off = off * shape[i] + idx[i];
+  return off;
+}
+
+// Offset in an operand of shape `s` broadcast to output index `out`.
+int64_t broadcast_offset(const Shape& s, const Index& out) {
+  int64_t off = 0;
+  const size_t lead = out.size() - s.size();
+  for (size_t i = 0; i < s.size(); ++i) off = off * s[i] + (s[i] == 1 ? 0 : out[lead + i]);
+  return off;
+}
+
+float unary(const Node& n, const graph::UnaryParams& p, float x) {
+  const std::string& op = n.op;
+  if (op == "relu") return x > 0 ? x : 0.0f;
+  // Attribute constants are f32 in every kernel, so the reference rounds them the same way.
+  if (op == "leaky_relu") return x > 0 ? x : float(p.alpha) * x;
+  if (op == "clamp") return std::min(std::max(x, float(p.lo)), float(p.hi));
+  if (op == "relu6") return std::min(std::max(x, 0.0f), 6.0f);
+  if (op == "sigmoid") return float(1.0 / (1.0 + std::exp(-double(x))));
+  if (op == "tanh") return float(std::tanh(double(x)));
+  if (op == "exp") return float(std::exp(double(x)));
+  if (op == "gelu" && p.gelu_tanh) {
+    const double k = std::sqrt(2.0 / M_PI), d = x;
+    return float(0.5 * d * (1.0 + std::tanh(k * (d + 0.044715 * d * d * d))));
+  }
+  if (op == "gelu") return float(0.5 * x * (1.0 + std::erf(double(x) / std::sqrt(2.0))));
+  graph::fail(n, "no reference for this elementwise op (internal error)");
+}
+
+HostTensor conv2d(const Graph& g, const Node& n, const std::vector<const HostTensor*>& in,
+                  const Shape& out_shape) {
+  const graph::Window2d w =
+      graph::conv2d_window(n, g.tensor(n.inputs[0]), g.tensor(n.inputs[1]));
+  const HostTensor& x = *in[0];
+  const HostTensor& wt = *in[1];
+  const int64_t cin_g = wt.shape[1], cout_g = wt.shape[0] / w.groups;
+  const int64_t H = x.shape[w.h_axis()], W = x.shape[w.w_axis()];
+  HostTensor y(out_shape);
+  for_each_index(out_shape, [&](const Index& o, int64_t flat) {
+    const int64_t co = o[w.c_axis()];
+    double acc = in.size() == 3 ? in[2]->data[co] : 0.0;
+    Index xi(4);
+    xi[w.n_axis()] = o[w.n_axis()];
+    for (int64_t ci = 0; ci < cin_g; ++ci) {
+      xi[w.c_axis()] = (co / cout_g) * cin_g + ci;
+      for (int64_t kh = 0; kh < w.kernel[0]; ++kh) {
+        const int64_t h = o[w.h_axis()] * w.strides[0] - w.pads[0] + kh * w.dilations[0];
+        if (h < 0 || h >= H) continue;
+        xi[w.h_axis()] = h;
+        for (int64_t kw = 0; kw < w.kernel[1]; ++kw) {
+          const int64_t ww = o[w.w_axis()] * w.strides[1] - w.pads[1] + kw * w.dilations[1];
+          if (ww < 0 || ww >= W) continue;
+          xi[w.w_axis()] = ww;
+          acc += double(x.data[offset(x.shape, xi)]) *
+                 wt.data[((co * cin_g + ci) * w.kernel[0] + kh) * w.kernel[1] + kw];
+        }
+      }
+    }
+    y.data[flat] = float(acc);
+  });
+  return y;
+}
+
+HostTensor pool(const Graph& g, const Node& n, const HostTensor& x, const Shape& out_shape) {
+  const graph::Window2d w = graph::pool_window(n, g.tensor(n.inputs[0]));
+  const int64_t H = x.shape[w.h_axis()], W = x.shape[w.w_axis()];
+  const bool is_max = n.op == "max_pool";
+  HostTensor y(out_shape);
+  for_each_index(out_shape, [&](const Index& o, int64_t flat) {
+    double acc = is_max ? -std::numeric_limits<double>::infinity() : 0.0;
+    int64_t count = 0;
+    Index xi = o;
+    for (int64_t kh = 0; kh < w.kernel[0]; ++kh) {
+      const int64_t h = o[w.h_axis()] * w.strides[0] - w.pads[0] + kh;
+      for (int64_t kw = 0; kw < w.kernel[1]; ++kw) {
+        const int64_t ww = o[w.w_axis()] * w.strides[1] - w.pads[1] + kw;
+        if (h < 0 || h >= H || ww < 0 || ww >= W) continue;  // padding never wins or counts
+        xi[w.h_axis()] = h;
+        xi[w.w_axis()] = ww;
+        const double v = x.data[offset(x.shape, xi)];
+        acc = is_max ? std::max(acc, v) : acc + v;
+        ++count;
+      }
+    }
+    if (!is_max) acc /= double(w.count_include_pad ? w.kernel[0] * w.kernel[1] : count);
+    y.data[flat] = float(acc);
+  });
+  return y;
+}
+
+HostTensor softmax(const Node& n, const HostTensor& x) {
+  const int axis = graph::normalize_axis(n, graph::attr_int(n, "axis", -1), x.shape.size());
+  HostTensor y(x.shape);
+  const int64_t len = x.shape[axis], stride = graph::row_major_strides(x.shape)[axis];
+  Shape outer = x.shape;
+  outer[axis] = 1;
+  for_each_index(outer, [&](const Index& o, int64_t) {
+    const int64_t base = offset(x.shape, o);
+    double mx = -std::numeric_limits<double>::infinity(), sum = 0;
+    for (int64_t i = 0; i < len; ++i) mx = std::max(mx, double(x.data[base + i * stride]));
+    for (int64_t i = 0; i < len; ++i) sum += std::exp(double(x.data[base + i * stride]) - mx);
+    for (int64_t i = 0; i < len; ++i) {
+      y.data[base + i * stride] = float(std::exp(double(x.data[base + i * stride]) - mx) / sum);
+    }
+  });
+  return y;
+}
+
+HostTensor layer_norm(const Node& n, const std::vector<const HostTensor*>& in) {
+  const HostTensor& x = *in[0];
+  const int axis = graph::normalize_axis(n, graph::attr_int(n, "axis", -1), x.shape.size());
+  const double eps = graph::attr_float(n, "epsilon", 1e-5);
+  int64_t inner = 1;
+  for (size_t i = axis; i < x.shape.size(); ++i) inner *= x.shape[i];
+  const int64_t rows = int64_t(x.size()) / inner;
+  HostTensor y(x.shape);
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* row = &x.data[r * inner];
+    double mean = 0, var = 0;
+    for (int64_t i = 0; i < inner; ++i) mean += row[i];
+    mean /= double(inner);
+    for (int64_t i = 0; i < inner; ++i) var += (row[i] - mean) * (row[i] - mean);
+    var /= double(inner);
+    const double inv = 1.0 / std::sqrt(var + eps);
+    for (int64_t i = 0; i < inner; ++i) {
+      y.data[r * inner + i] = float((row[i] - mean) * inv * in[1]->data[i] + in[2]->data[i]);
+    }
+  }
+  return y;
+}
+
+HostTensor matmul(const HostTensor& a, const HostTensor& b, const Shape& out_shape) {
+  const int64_t K = a.shape.back(), M = a.shape[a.shape.size() - 2], N = b.shape.back();
+  const Shape abatch(a.shape.begin(), a.shape.end() - 2), bbatch(b.shape.begin(), b.shape.end() - 2);
+  const Shape obatch(out_shape.begin(), out_shape.end() - 2);
+  HostTensor y(out_shape);
+  for_each_index(obatch.empty() ? Shape{1} : obatch, [&](const Index& bi, int64_t flat) {
+    const Index idx = obatch.empty() ? Index{} : bi;
+    const float* A = &a.data[(abatch.empty() ? 0 : broadcast_offset(abatch, idx)) * M * K];
+    const float* B = &b.data[(bbatch.empty() ? 0 : broadcast_offset(bbatch, idx)) * K * N];
+    float* Y = &y.data[flat * M * N];
+    for (int64_t m = 0; m < M; ++m) {
+      for (int64_t j = 0; j < N; ++j) {
+        double acc = 0;
+        for (int64_t k = 0; k < K; ++k) acc += double(A[m * K + k]) * B[k * N + j];
+        Y[m * N + j] = float(acc);
+      }
+    }
+  });
+  return y;
+}
+
+}  // namespace
+
+HostTensor run_node(const Graph& g, const Node& n, const std::vector<const HostTensor*>& in) {
+  const Shape& out_shape = g.tensor(n.outputs[0]).shape;
+  const std::string& op = n.op;
+  const HostTensor& x = *in[0];
+  if (graph::schema_of(n).kind == graph::FusionKind::elementwise) {
+    const graph::UnaryParams p = graph::unary_params(n);
+    HostTensor y(out_shape);
+    for (size_t i = 0; i < x.size(); ++i) y.data[i] = unary(n, p, x.data[i]);
+    return y;
+  }
+  if (op == "add" || op == "sub" || op == "mul" || op == "div") {
+    HostTensor y(out_shape);
+    for_each_index(out_shape, [&](const Index& o, int64_t flat) {
+      const float a = x.data[broadcast_offset(x.shape, o)];
+      const float b = in[1]->data[broadcast_offset(in[1]->shape, o)];
+      y.data[flat] = op == "add" ? a + b : op == "sub" ? a - b : op == "mul" ? a * b : a / b;
+    });
+    return y;
+  }
+  if (op == "bias_add" || op == "batch_norm") {
+    const int64_t fallback = op == "bias_add" ? 1 : g.tensor(n.inputs[0]).layout == graph::Layout::NHWC ? 3 : 1;
+    const int axis = graph::normalize_axis(n, graph::attr_int(n, "axis", fallback), x.shape.size());
+    const double eps = graph::attr_float(n, "epsilon", 1e-5);
+    HostTensor y(out_shape);
+    for_each_index(out_shape, [&](const Index& o, int64_t flat) {
+      const int64_t c = o[axis];
+      const double v = x.data[flat];
+      y.data[flat] = op == "bias_add"
+                         ? float(v + in[1]->data[c])
+                         : float((v - in[3]->data[c]) * in[1]->data[c] /
+                                     std::sqrt(double(in[4]->data[c]) + eps) +
+                                 in[2]->data[c]);
+    });
+    return y;
+  }
+  if (op == "layer_norm") return layer_norm(n, in);
+  if (op == "softmax") return softmax(n, x);
+  if (op == "conv2d") return conv2d(g, n, in, out_shape);
+  if (op == "max_pool" || op == "avg_pool") return pool(g, n, x, out_shape);
+  if (op == "global_avg_pool") {
+    const graph::Window2d w = graph::pool_window(n, g.tensor(n.inputs[0]));
+    const int64_t H = x.shape[w.h_axis()], W = x.shape[w.w_axis()];
+    HostTensor y(out_shape);
+    for_each_index(out_shape, [&](const Index& o, int64_t flat) {
+      Index xi = o;
+      double acc = 0;
+      for (xi[w.h_axis()] = 0; xi[w.h_axis()] < H; ++xi[w.h_axis()]) {
+        for (xi[w.w_axis()] = 0; xi[w.w_axis()] < W; ++xi[w.w_axis()]) {
+          acc += x.data[offset(x.shape, xi)];
+        }
+      }
+      y.data[flat] = float(acc / double(H * W));
+    });
+    return y;
+  }
+  if (op == "matmul") return matmul(x, *in[1], out_shape);
+  if (op == "linear") {
+    // [..., K] x [K, N] is a matmul of the flattened rows.
+    HostTensor rows = x;
+    rows.shape = {int64_t(x.size()) / x.shape.back(), x.shape.back()};
+    HostTensor y = matmul(rows, *in[1], {rows.shape[0], in[1]->shape[1]});
+    y.shape = out_shape;
+    if (in.size() == 3) {
+      const int64_t N = out_shape.back();
+      for (size_t i = 0; i < y.size(); ++i) y.data[i] += in[2]->data[i % N];
+    }
+    return y;
+  }
+  if (op == "transpose") {
+    std::vector<int64_t> perm = graph::attr_ints(n, "perm", {});
+    if (perm.empty()) {
+      for (int64_t i = int64_t(x.shape.size()) - 1; i >= 0; --i) perm.push_back(i);
+    }
+    HostTensor y(out_shape);
+    Index xi(x.shape.size());
+    for_each_index(out_shape, [&](const Index& o, int64_t flat) {
+      for (size_t i = 0; i < perm.size(); ++i) xi[perm[i]] = o[i];
+      y.data[flat] = x.data[offset(x.shape, xi)];
+    });
+    return y;
+  }
+  if (op == "reshape") {
+    HostTensor y = x;
+    y.shape = out_shape;
+    return y;
+  }
+  if (op == "concat") {
+    const int axis = graph::normalize_axis(n, graph::attr_int(n, "axis", 0), x.shape.size());
+    HostTensor y(out_shape);
+    for_each_index(out_shape, [&](const Index& o, int64_t flat) {
+      Index xi = o;
+      size_t k = 0;
+      while (xi[axis] >= in[k]->shape[axis]) xi[axis] -= in[k++]->shape[axis];
+      y.data[flat] = in[k]->data[offset(in[k]->shape, xi)];
+    });
+    return y;
+  }
+  graph::fail(n, "no reference implementation (internal error)");
+}
+
+graph::TensorMap run(const Graph& g, const graph::TensorMap& inputs, const graph::TensorMap& params) {
+  graph::TensorMap values;
+  for (const auto& name : g.inputs()) {
+    auto it = inputs.find(name);
+    if (it == inputs.end()) throw graph::GraphError("reference: missing graph input '" + name + "'");
+    if (it->second.shape != g.tensor(name).shape) {
+      throw graph::GraphError("reference: input '" + name + "' has shape " +
+                              graph::shape_to_string(it->second.shape) + ", the graph expects " +
+                              graph::shape_to_string(g.tensor(name).shape));
+    }
+    values[name] = it->second;
+  }
+  for (const auto& name : g.params()) {
+    auto it = params.find(name);
+    values[name] = it != params.end() ? it->second : graph::param_values(g.tensor(name));
+  }
+  for (size_t i : g.topo_order()) {
+    const Node& n = g.nodes()[i];
+    std::vector<const HostTensor*> in;
+    for (const auto& name : n.inputs) in.push_back(&values.at(name));
+    HostTensor y = run_node(g, n, in);
+    if (g.tensor(n.outputs[0]).dtype == graph::DType::f16) {
+      for (float& v : y.data) v = graph::round_to_f16(v);
+    }
+    values[n.outputs[0]] = std::move(y);
+  }
+  return values;
+}
+
+}  // namespace opfuse::reference

@@ -1,0 +1,238 @@
+// Every operator, lowered to Halide and realised with a root schedule, against the reference
+// executor on random inputs of several shapes.
+//
+// Tolerances, per op family, |halide - reference| <= atol + rtol * |reference|:
+//   exact (0, 0)        relu, leaky_relu, clamp, relu6, add/sub/mul/div, bias_add, transpose,
+//                       reshape, concat, max_pool: one correctly rounded f32 op (or none) per
+//                       element, the same in both.
+//   transcendental      sigmoid, tanh, exp, gelu: (1e-6, 1e-6); Halide's f32 exp/tanh/erf
+//                       are within a few ulp, the reference evaluates in double.
+//   normalisations      batch_norm (1e-5, 1e-6), softmax (1e-5, 1e-6): a handful of f32
+//                       roundings against a double reference.
+//   reductions          conv2d, matmul, linear, layer_norm, pools, attention: (1e-4, 1e-4);
+//                       f32 sums of K <= 1024 terms of magnitude <= 1 differ from the double
+//                       reference by at most ~K * 2^-24 ~ 6e-5 of the sum's scale.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <functional>
+#include <tuple>
+
+#include "fusion/graph/builder.h"
+#include "tests/testing.h"
+
+using namespace opfuse::graph;
+using opfuse::reference::Tolerance;
+using opfuse::testing::check_root_matches_reference;
+
+namespace {
+
+constexpr Tolerance kExact{0, 0};
+constexpr Tolerance kTranscendental{1e-6, 1e-6};
+constexpr Tolerance kNormalisation{1e-5, 1e-6};
+constexpr Tolerance kReduction{1e-4, 1e-4};
+
+const std::vector<Shape> kShapes = {{7}, {3, 17}, {2, 3, 5, 9}};
+
+template <typename Build>
+Graph one_op(const std::string& name, const Shape& s, Build build, Layout layout = Layout::none) {
+  GraphBuilder g(name);
+  auto x = g.input("x", s, layout);
+  g.output(build(g, x));
+  return g.build();
+}
+
+}  // namespace
+
+TEST_CASE("elementwise ops") {
+  using B = GraphBuilder;
+  const std::vector<std::tuple<const char*, Tolerance, std::function<B::T(B&, B::T)>>> ops = {
+      {"relu", kExact, [](B& g, B::T x) { return g.relu(x); }},
+      {"leaky_relu", kExact, [](B& g, B::T x) { return g.leaky_relu(x, 0.2); }},
+      {"clamp", kExact, [](B& g, B::T x) { return g.clamp(x, -0.25, 0.5); }},
+      {"relu6", kExact, [](B& g, B::T x) { return g.relu6(g.mul(x, g.param("k", {1}, {8, 8}))); }},
+      {"sigmoid", kTranscendental, [](B& g, B::T x) { return g.sigmoid(x); }},
+      {"tanh", kTranscendental, [](B& g, B::T x) { return g.tanh(x); }},
+      {"exp", kTranscendental, [](B& g, B::T x) { return g.exp(x); }},
+      {"gelu", kTranscendental, [](B& g, B::T x) { return g.gelu(x); }},
+      {"gelu_tanh", kTranscendental, [](B& g, B::T x) { return g.gelu(x, true); }},
+  };
+  for (const auto& [name, tol, build] : ops) {
+    for (const Shape& s : kShapes) {
+      INFO(name << " " << shape_to_string(s));
+      check_root_matches_reference(one_op(name, s, build), tol);
+    }
+  }
+}
+
+TEST_CASE("binary ops broadcast as numpy") {
+  const std::vector<std::pair<Shape, Shape>> pairs = {
+      {{5}, {5}}, {{4, 5}, {5}}, {{2, 1, 6}, {3, 1}}, {{1}, {3, 4}}, {{2, 3, 4, 5}, {3, 1, 1}}};
+  for (const char* op : {"add", "sub", "mul", "div"}) {
+    for (const auto& [a, b] : pairs) {
+      CAPTURE(op);
+      CAPTURE(shape_to_string(a) + " " + shape_to_string(b));
+      GraphBuilder g(op);
+      auto x = g.input("a", a), y = g.input("b", b);
+      const std::string o = op;
+      g.output(o == "add" ? g.add(x, y) : o == "sub" ? g.sub(x, y) : o == "mul" ? g.mul(x, y) : g.div(x, y));
+      check_root_matches_reference(g.build(), kExact);
+    }
+  }
+}
+
+TEST_CASE("bias_add, batch_norm, layer_norm, softmax") {
+  check_root_matches_reference(
+      one_op("bias_add", {2, 6, 4, 4},
+             [](GraphBuilder& g, auto x) { return g.bias_add(x, g.param("b", {6}), 1); }),
+      kExact);
+  for (Layout l : {Layout::NCHW, Layout::NHWC}) {
+    CAPTURE(to_string(l));
+    check_root_matches_reference(
+        one_op("bn", {2, 5, 7, 6}, [](GraphBuilder& g, auto x) { return g.batch_norm(x); }, l),
+        kNormalisation);
+  }
+  for (int64_t axis : {-1, 1}) {
+    CAPTURE(axis);
+    check_root_matches_reference(
+        one_op("ln", {3, 4, 33}, [&](GraphBuilder& g, auto x) { return g.layer_norm(x, axis); }),
+        kReduction);
+  }
+  for (int64_t axis : {-1, 0, 1}) {
+    CAPTURE(axis);
+    check_root_matches_reference(
+        one_op("softmax", {5, 19, 3}, [&](GraphBuilder& g, auto x) { return g.softmax(x, axis); }),
+        kNormalisation);
+  }
+}
+
+TEST_CASE("softmax is numerically stable for large inputs") {
+  GraphBuilder g("softmax_large");
+  auto x = g.input("x", {4, 64});
+  g.output(g.softmax(g.mul(x, g.param("k", {1}, {1000, 1000}))));  // logits up to +-1000
+  check_root_matches_reference(g.build(), kNormalisation);
+}
+
+TEST_CASE("conv2d: layouts, strides, pads, dilations, groups, depthwise, bias") {
+  struct Case {
+    const char* name;
+    Layout layout;
+    int64_t cin, cout, k, groups;
+    Conv2dOptions opts;
+    bool bias;
+  };
+  Conv2dOptions plain, strided, padded, dilated;
+  strided.strides = {2, 2};
+  padded.pads = {1, 2, 1, 0};
+  dilated.dilations = {2, 2};
+  dilated.pads = {2, 2, 2, 2};
+  const std::vector<Case> cases = {
+      {"nchw_3x3", Layout::NCHW, 4, 6, 3, 1, plain, false},
+      {"nhwc_3x3_bias", Layout::NHWC, 4, 6, 3, 1, plain, true},
+      {"nchw_stride2", Layout::NCHW, 3, 5, 3, 1, strided, true},
+      {"nhwc_asym_pads", Layout::NHWC, 3, 4, 3, 1, padded, false},
+      {"nchw_dilated", Layout::NCHW, 2, 3, 3, 1, dilated, false},
+      {"nhwc_groups2", Layout::NHWC, 4, 6, 3, 2, padded, true},
+      {"nchw_depthwise", Layout::NCHW, 6, 6, 3, 6, padded, false},
+      {"nhwc_1x1", Layout::NHWC, 8, 4, 1, 1, plain, true},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.name);
+    GraphBuilder g(c.name);
+    const Shape s = c.layout == Layout::NHWC ? Shape{2, 9, 11, c.cin} : Shape{2, c.cin, 9, 11};
+    auto x = g.input("x", s, c.layout);
+    Conv2dOptions o = c.opts;
+    o.groups = c.groups;
+    auto w = g.param("w", {c.cout, c.cin / c.groups, c.k, c.k});
+    g.output(g.conv2d(x, w, o, c.bias ? g.param("b", {c.cout}) : ""));
+    check_root_matches_reference(g.build(), kReduction);
+  }
+}
+
+TEST_CASE("matmul, batched matmul, linear") {
+  const std::vector<std::pair<Shape, Shape>> pairs = {
+      {{5, 7}, {7, 3}}, {{2, 5, 7}, {2, 7, 3}}, {{2, 3, 4, 8}, {8, 5}}, {{3, 1, 4, 6}, {2, 6, 5}}};
+  for (const auto& [a, b] : pairs) {
+    CAPTURE(shape_to_string(a) + " x " + shape_to_string(b));
+    GraphBuilder g("matmul");
+    auto x = g.input("a", a), y = g.input("b", b);
+    g.output(g.matmul(x, y));
+    check_root_matches_reference(g.build(), kReduction);
+  }
+  for (bool bias : {false, true}) {
+    GraphBuilder g("linear");
+    auto x = g.input("x", {2, 3, 16});
+    g.output(g.linear(x, g.param("w", {16, 9}), bias ? g.param("b", {9}) : ""));
+    check_root_matches_reference(g.build(), kReduction);
+  }
+}
+
+TEST_CASE("pools") {
+  for (Layout l : {Layout::NCHW, Layout::NHWC}) {
+    const Shape s = l == Layout::NHWC ? Shape{2, 9, 10, 3} : Shape{2, 3, 9, 10};
+    for (auto [k, st, p] : {std::tuple{2, 2, 0}, std::tuple{3, 2, 1}, std::tuple{3, 1, 1}}) {
+      CAPTURE(to_string(l));
+      CAPTURE(k);
+      CAPTURE(p);
+      check_root_matches_reference(
+          one_op("max", s, [&](GraphBuilder& g, auto x) { return g.max_pool(x, k, st, p); }, l), kExact);
+      check_root_matches_reference(
+          one_op("avg", s, [&](GraphBuilder& g, auto x) { return g.avg_pool(x, k, st, p); }, l),
+          kReduction);
+    }
+    check_root_matches_reference(
+        one_op("gap", s, [](GraphBuilder& g, auto x) { return g.global_avg_pool(x); }, l), kReduction);
+  }
+  // count_include_pad = 1 divides by the full window, padding included.
+  check_root_matches_reference(
+      one_op("avg_incl", {1, 2, 5, 5},
+             [](GraphBuilder& g, auto x) { return g.avg_pool(x, 3, 2, 1, true); }),
+      kReduction);
+}
+
+TEST_CASE("transpose, reshape, concat") {
+  check_root_matches_reference(
+      one_op("t", {2, 3, 4, 5}, [](GraphBuilder& g, auto x) { return g.transpose(x, {0, 2, 3, 1}); }), kExact);
+  check_root_matches_reference(
+      one_op("t2", {3, 7}, [](GraphBuilder& g, auto x) { return g.transpose(x, {1, 0}); }), kExact);
+  check_root_matches_reference(
+      one_op("r", {2, 3, 4, 5}, [](GraphBuilder& g, auto x) { return g.reshape(x, {6, -1}); }), kExact);
+  check_root_matches_reference(
+      one_op("r2", {6, 10}, [](GraphBuilder& g, auto x) { return g.reshape(x, {3, 0, 2}); }), kExact);
+  for (int64_t axis : {0, 1, -1}) {
+    CAPTURE(axis);
+    GraphBuilder g("concat");
+    auto a = g.input("a", {2, 3, 4}), b = g.input("b", {2, 3, 4});
+    auto c = g.relu(a);
+    g.output(g.concat({a, b, c}, axis));
+    check_root_matches_reference(g.build(), kExact);
+  }
+  GraphBuilder g("concat_uneven");
+  auto a = g.input("a", {2, 1, 4}), b = g.input("b", {2, 5, 4});
+  g.output(g.concat({a, b}, 1));
+  check_root_matches_reference(g.build(), kExact);
+}
+
+TEST_CASE("scaled dot-product attention as a composition") {
+  GraphBuilder g("sdpa");
+  auto q = g.input("q", {2, 9, 16}), k = g.input("k", {2, 11, 16}), v = g.input("v", {2, 11, 8});
+  g.output(g.attention(q, k, v));
+  Graph graph = g.build();
+  std::vector<std::string> ops;
+  for (const Node& n : graph.nodes()) ops.push_back(n.op);
+  CHECK(ops == std::vector<std::string>{"transpose", "matmul", "mul", "softmax", "matmul"});
+  CHECK(graph.tensor(graph.outputs()[0]).shape == Shape{2, 9, 8});
+  check_root_matches_reference(graph, kReduction);
+}
+
+TEST_CASE("f16 storage: inputs and outputs held as f16, computed in f32") {
+  GraphBuilder g("f16");
+  auto x = g.input("x", {4, 33}, Layout::none, DType::f16);
+  auto y = g.input("y", {4, 33}, Layout::none, DType::f16);
+  g.output(g.relu(g.add(x, y)));
+  Graph graph = g.build();
+  CHECK(graph.tensor(graph.outputs()[0]).dtype == DType::f16);
+  // Both sides round each op's result to f16 (the reference after each op, Halide on the final
+  // store; relu is exact, so the two agree to within one f16 rounding: 2^-11 relative).
+  check_root_matches_reference(graph, {std::ldexp(1.0, -11), 1e-7});
+}

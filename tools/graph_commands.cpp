@@ -1,0 +1,63 @@
+#include "tools/graph_commands.h"
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+
+#include "fusion/graph/json_io.h"
+#include "fusion/graph/onnx_import.h"
+#include "fusion/graph/op_schema.h"
+#include "fusion/graph/zoo.h"
+#include "fusion/reference/executor.h"
+
+namespace opfuse::tools {
+
+namespace fs = std::filesystem;
+
+int write_zoo(const std::string& out_dir) {
+  for (graph::ZooSize size : {graph::ZooSize::cpu, graph::ZooSize::gpu}) {
+    const fs::path dir = fs::path(out_dir) / graph::to_string(size);
+    fs::create_directories(dir);
+    for (const auto& name : graph::zoo_names()) {
+      const fs::path file = dir / (name + ".json");
+      graph::save_graph_json(graph::zoo_model(name, size), file.string());
+      std::printf("wrote %s\n", file.c_str());
+    }
+  }
+  return 0;
+}
+
+graph::Graph load_any(const std::string& path) {
+  if (fs::path(path).extension() == ".onnx") return graph::import_onnx(path);
+  return graph::load_graph_json(path);
+}
+
+int check_graph(const std::string& path, bool run) {
+  const graph::Graph g = load_any(path);
+  std::printf("graph '%s': %zu nodes, %zu inputs, %zu params, %zu outputs - valid\n",
+              g.name.c_str(), g.nodes().size(), g.inputs().size(), g.params().size(),
+              g.outputs().size());
+  std::printf("  %-24s %-16s %-24s %s\n", "node", "op", "fusion kind", "output shape");
+  for (size_t i : g.topo_order()) {
+    const graph::Node& n = g.nodes()[i];
+    std::printf("  %-24s %-16s %-24s %s\n", n.name.c_str(), n.op.c_str(),
+                graph::to_string(graph::schema_of(n).kind),
+                graph::shape_to_string(g.tensor(n.outputs[0]).shape).c_str());
+  }
+  if (run) {
+    const auto t0 = std::chrono::steady_clock::now();
+    graph::TensorMap values = reference::run(g, graph::random_inputs(g, 1));
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    for (const auto& out : g.outputs()) {
+      const graph::HostTensor& t = values.at(out);
+      double sum = 0;
+      for (float v : t.data) sum += v;
+      std::printf("  reference output %-16s %s  sum %.6g\n", out.c_str(),
+                  graph::shape_to_string(t.shape).c_str(), sum);
+    }
+    std::printf("  reference executor: %.3f s\n", s);
+  }
+  return 0;
+}
+
+}  // namespace opfuse::tools
