@@ -8,6 +8,7 @@
 #include "fusion/graph/onnx_import.h"
 #include "fusion/graph/op_schema.h"
 #include "fusion/graph/zoo.h"
+#include "fusion/planner/planner.h"
 #include "fusion/reference/executor.h"
 
 namespace opfuse::tools {
@@ -57,6 +58,34 @@ int check_graph(const std::string& path, bool run) {
     }
     std::printf("  reference executor: %.3f s\n", s);
   }
+  return 0;
+}
+
+int plan_command(const PlanCommand& c) {
+  const graph::Graph g = load_any(c.graph);
+  const fusion::HardwareProfile profile = fusion::load_profile(c.profile);
+  const fusion::RooflineCostModel model(profile);
+  fusion::PlannerOptions options;
+  options.enable_fusion = !c.no_fusion;
+  options.latency_bound_s = c.latency_bound_us * 1e-6;
+  if (!c.rules.empty()) {
+    for (auto& r : fusion::load_rules(c.rules)) options.rules.push_back(std::move(r));
+  }
+  const fusion::FusionPlan plan = fusion::plan_fusion(g, model, options);
+  std::fputs(fusion::plan_to_table(plan).c_str(), stdout);
+  if (c.show_log) {
+    std::printf("decision log:\n");
+    for (const auto& l : plan.log) std::printf("  %s\n", l.c_str());
+  }
+  auto write = [](const std::string& path, const std::string& text) {
+    std::FILE* f = std::fopen(path.c_str(), "w");
+    if (!f) throw std::runtime_error("cannot write " + path);
+    std::fputs(text.c_str(), f);
+    std::fclose(f);
+    std::printf("wrote %s\n", path.c_str());
+  };
+  if (!c.json_out.empty()) write(c.json_out, fusion::plan_to_json(plan));
+  if (!c.dot_out.empty()) write(c.dot_out, fusion::plan_to_dot(plan, g));
   return 0;
 }
 

@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include "fusion/graph/graph.h"
+
 namespace opfuse::tools {
 
 // `opfuse zoo --out DIR`: writes every zoo model at both sizes as DIR/<size>/<name>.json.
@@ -10,5 +12,22 @@ int write_zoo(const std::string& out_dir);
 // `opfuse check GRAPH`: loads a .json or .onnx graph, validates it and prints its nodes with
 // fusion kind and output shape; runs it through the reference executor when `run` is set.
 int check_graph(const std::string& path, bool run);
+
+struct PlanCommand {
+  std::string graph;
+  std::string profile = "epyc-avx512-2c";
+  std::string rules;        // extra rule file
+  std::string json_out;     // write the plan JSON here
+  std::string dot_out;      // write the DOT rendering here
+  bool no_fusion = false;
+  double latency_bound_us = 0;
+  bool show_log = false;
+};
+
+// `opfuse plan GRAPH`: plans fusion and prints the plan as a table with its reasons.
+int plan_command(const PlanCommand& c);
+
+// Loads a .json graph file or imports a .onnx model.
+graph::Graph load_any(const std::string& path);
 
 }  // namespace opfuse::tools

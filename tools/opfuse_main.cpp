@@ -2,6 +2,7 @@
 //   opfuse demo                 run a fused kernel and check it against C++
 //   opfuse check GRAPH [--run]  validate a graph file (.json or .onnx) and describe it
 //   opfuse zoo --out DIR        write the built-in model zoo as graph files
+//   opfuse plan GRAPH           plan fusion and explain it
 #include <CLI/CLI.hpp>
 
 #include <exception>
@@ -29,11 +30,24 @@ int main(int argc, char** argv) {
   CLI::App* zoo_cmd = app.add_subcommand("zoo", "write the built-in model zoo as graph files");
   zoo_cmd->add_option("--out", zoo_dir, "output folder (cpu/ and gpu/ inside)");
 
+  opfuse::tools::PlanCommand plan;
+  CLI::App* plan_cmd = app.add_subcommand("plan", "plan fusion for a graph and explain each group");
+  plan_cmd->add_option("graph", plan.graph, "graph file (.json or .onnx)")->required();
+  plan_cmd->add_option("--profile", plan.profile,
+                       "hardware profile: epyc-avx512-2c, x86-avx2-8c, h200, or a .json file");
+  plan_cmd->add_option("--rules", plan.rules, "extra fusion rules, one 'name: pattern' a line");
+  plan_cmd->add_option("--json", plan.json_out, "write the plan (decision log) as JSON");
+  plan_cmd->add_option("--dot", plan.dot_out, "write the plan as a DOT graph");
+  plan_cmd->add_option("--latency-bound-us", plan.latency_bound_us, "L_max on the critical path");
+  plan_cmd->add_flag("--no-fusion", plan.no_fusion, "the unfused plan");
+  plan_cmd->add_flag("--log", plan.show_log, "print every decision");
+
   CLI11_PARSE(app, argc, argv);
   try {
     if (*demo_cmd) return opfuse::tools::run_demo(demo);
     if (*check_cmd) return opfuse::tools::check_graph(graph_path, run_reference);
     if (*zoo_cmd) return opfuse::tools::write_zoo(zoo_dir);
+    if (*plan_cmd) return opfuse::tools::plan_command(plan);
   } catch (const std::exception& e) {
     std::cerr << "opfuse: " << e.what() << "\n";
     return 1;

@@ -70,9 +70,7 @@ void Graph::add_tensor(Tensor t) {
 
 void Graph::add_node(Node n) {
   if (n.name.empty()) throw GraphError("a node of op '" + n.op + "' has an empty name");
-  for (const Node& other : nodes_) {
-    if (other.name == n.name) throw GraphError("duplicate node name '" + n.name + "'");
-  }
+  if (node_index_.count(n.name)) throw GraphError("duplicate node name '" + n.name + "'");
   for (const std::string& out : n.outputs) {
     if (tensors_.count(out)) {
       const Node* p = producer(out);
@@ -84,6 +82,7 @@ void Graph::add_node(Node n) {
     t.name = out;
     add_tensor(std::move(t));
   }
+  node_index_[n.name] = nodes_.size();
   nodes_.push_back(std::move(n));
   topo_.clear();
 }

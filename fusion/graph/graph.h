@@ -112,6 +112,7 @@ class Graph {
   std::map<std::string, Tensor> tensors_;
   std::vector<std::string> tensor_order_;
   std::vector<Node> nodes_;
+  std::map<std::string, size_t> node_index_;  // node name -> index in nodes_
   std::vector<std::string> outputs_;
   std::vector<size_t> topo_;
 };

@@ -1,0 +1,235 @@
+#include "fusion/cost/cost_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+#include <stdexcept>
+#include <unordered_set>
+
+#include "fusion/graph/op_schema.h"
+
+namespace opfuse::fusion {
+
+using graph::IndexedGraph;
+using graph::Node;
+
+namespace {
+
+// Accumulators a register-blocked conv/matmul keeps live: a 4 x 6 block of output vectors
+// (Halide's and oneDNN's AVX-512 sgemm micro-kernels use 24-28 of the 32 zmm registers).
+constexpr int kAnchorAccumulators = 24;
+// Registers a GPU thread needs for indexing and loop state before any value of the group.
+constexpr int kGpuBaseRegisters = 16;
+// Registers per value kept live in a GPU thread (f32 value plus address arithmetic).
+constexpr int kGpuRegistersPerValue = 2;
+
+double elements(const IndexedGraph& ig, const std::string& t) {
+  return double(graph::num_elements(ig.graph().tensor(t).shape));
+}
+
+bool is_window_op(const std::string& op) {
+  return op == "conv2d" || op == "max_pool" || op == "avg_pool";
+}
+
+}  // namespace
+
+const char* to_string(Bound b) { return b == Bound::compute ? "compute" : "memory"; }
+
+double operational_intensity(double flops, double bytes) { return bytes > 0 ? flops / bytes : 0; }
+double attainable_performance(double peak, double intensity, double bw) {
+  return std::min(peak, intensity * bw);
+}
+double ridge_point(double peak, double bw) { return peak / bw; }
+double bandwidth_saving(double boundary, double total) {
+  return total > 0 ? 1.0 - boundary / total : 0;
+}
+int prefetch_distance(double latency_s, double per_iteration_s) {
+  if (per_iteration_s <= 0) return 1;
+  return std::max(1, int(std::ceil(latency_s / per_iteration_s)));
+}
+
+OpStats op_stats(const IndexedGraph& ig, size_t i) {
+  const Node& n = ig.node(i);
+  const graph::Graph& g = ig.graph();
+  OpStats s;
+  std::set<std::string> seen;
+  for (const auto& in : n.inputs) {
+    if (!seen.insert(in).second) continue;
+    (g.tensor(in).kind == graph::TensorKind::param ? s.param_bytes : s.act_in_bytes) += ig.bytes(in);
+  }
+  const std::string& out = n.outputs[0];
+  s.out_bytes = ig.bytes(out);
+  const double out_elems = elements(ig, out);
+  const std::string& op = n.op;
+  if (op == "relu") s.flops = out_elems;
+  else if (op == "leaky_relu" || op == "clamp" || op == "relu6") s.flops = 2 * out_elems;
+  else if (op == "sigmoid") s.flops = (kTranscendentalFlops + 2) * out_elems;
+  else if (op == "tanh" || op == "exp") s.flops = kTranscendentalFlops * out_elems;
+  else if (op == "gelu") s.flops = (kTranscendentalFlops + 4) * out_elems;
+  else if (op == "add" || op == "sub" || op == "mul" || op == "div" || op == "bias_add") s.flops = out_elems;
+  else if (op == "batch_norm") s.flops = 3 * out_elems;  // sub, mul, add (factor precomputed)
+  else if (op == "layer_norm") s.flops = 8 * out_elems;  // mean, var (2 passes), normalise, affine
+  else if (op == "softmax") s.flops = (kTranscendentalFlops + 4) * out_elems;  // max, sub, exp, sum, div
+  else if (op == "global_avg_pool") s.flops = elements(ig, n.inputs[0]);
+  else if (op == "conv2d") {
+    const auto& w = g.tensor(n.inputs[1]).shape;  // [Cout, Cin/groups, KH, KW]
+    s.flops = 2.0 * out_elems * double(w[1] * w[2] * w[3]);
+  } else if (op == "matmul") {
+    s.flops = 2.0 * out_elems * double(g.tensor(n.inputs[0]).shape.back());
+  } else if (op == "linear") {
+    s.flops = 2.0 * out_elems * double(g.tensor(n.inputs[1]).shape[0]) +
+              (n.inputs.size() == 3 ? out_elems : 0);
+  } else if (op == "max_pool" || op == "avg_pool") {
+    const auto k = graph::attr_ints(n, "kernel", {1, 1});
+    s.flops = out_elems * double(k[0] * k[1]);
+  } else {
+    s.flops = 0;  // transpose, reshape, concat: data movement only
+  }
+  return s;
+}
+
+int CostModel::register_limit() const {
+  return profile_.gpu ? profile_.registers_per_thread : profile_.vector_registers;
+}
+
+double CostModel::onchip_limit_bytes() const {
+  if (profile_.gpu) return profile_.shared_memory_per_block_bytes;
+  // Half of one core's L2: the other half keeps the streaming inputs and outputs.
+  const MemoryLevel* l2 = profile_.level("L2");
+  const double l2_bytes = l2 ? l2->size_bytes : profile_.levels.front().size_bytes;
+  return l2_bytes / std::max(1, profile_.cores) / 2;
+}
+
+GroupEstimate RooflineCostModel::estimate(const IndexedGraph& ig,
+                                          const std::vector<size_t>& nodes) const {
+  const graph::Graph& g = ig.graph();
+  const std::unordered_set<size_t> in_group(nodes.begin(), nodes.end());
+  GroupEstimate e;
+  double flops = 0, params = 0;
+  std::set<std::string> inputs_seen;
+  bool f16 = true;
+  for (size_t i : nodes) {
+    const Node& n = ig.node(i);
+    const OpStats s = op_stats(ig, i);
+    flops += s.flops;
+    for (const auto& in : n.inputs) {
+      const int p = ig.producer(in);
+      if ((p >= 0 && in_group.count(size_t(p))) || !inputs_seen.insert(in).second) continue;
+      e.boundary_in_bytes += ig.bytes(in);  // read once, however many members use it (7.1.2)
+      if (g.tensor(in).kind == graph::TensorKind::param) params += ig.bytes(in);
+    }
+    const std::string& out = n.outputs[0];
+    bool escapes = ig.is_graph_output(out);
+    for (size_t c : ig.consumers(out)) escapes = escapes || !in_group.count(c);
+    (escapes ? e.boundary_out_bytes : e.intermediate_bytes) += ig.bytes(out);
+    f16 = f16 && g.tensor(out).dtype == graph::DType::f16;
+  }
+
+  // Tiling: a tile's intermediates must fit the on-chip budget beside the params.
+  const double budget = onchip_limit_bytes();
+  e.tile_fraction = e.intermediate_bytes > 0
+                        ? std::clamp((budget - std::min(params, budget / 2)) / e.intermediate_bytes, 1e-6, 1.0)
+                        : 1.0;
+  e.working_set_bytes = params + (e.intermediate_bytes + e.boundary_bytes() - params) * e.tile_fraction;
+
+  // Stencil recompute: a window op (conv, pool) computed over row tiles of T output rows
+  // needs (T-1)*s + k input rows per tile instead of T*s, so in-group producers feeding it
+  // are recomputed on the halo: factor ((T-1)*s + k) / (T*s) along H.
+  double extra = 0;
+  for (size_t i : nodes) {
+    const Node& n = ig.node(i);
+    if (!is_window_op(n.op)) continue;
+    const int p = ig.producer(n.inputs[0]);
+    if (p < 0 || !in_group.count(size_t(p))) continue;
+    const graph::Tensor& x = g.tensor(n.inputs[0]);
+    const graph::Window2d w = n.op == "conv2d" ? graph::conv2d_window(n, x, g.tensor(n.inputs[1]))
+                                               : graph::pool_window(n, x);
+    const double rows = double(g.tensor(n.outputs[0]).shape[w.h_axis()]);
+    const double T = std::max(1.0, std::floor(rows * e.tile_fraction));
+    const double s = double(w.strides[0]), k = double(w.dilations[0] * (w.kernel[0] - 1) + 1);
+    const double factor = ((T - 1) * s + k) / (T * s);
+    if (factor <= 1) continue;
+    // The in-group producers upstream of the window's input, each counted once.
+    std::vector<size_t> stack{size_t(p)};
+    std::unordered_set<size_t> upstream;
+    while (!stack.empty()) {
+      const size_t u = stack.back();
+      stack.pop_back();
+      if (!in_group.count(u) || !upstream.insert(u).second) continue;
+      for (size_t q : ig.preds(u)) stack.push_back(q);
+    }
+    for (size_t u : upstream) extra += op_stats(ig, u).flops * (factor - 1);
+  }
+  e.flops = flops + extra;
+  e.recompute_factor = flops > 0 ? e.flops / flops : 1;
+
+  // 7.3.1 roofline against the level that holds the group's traffic.
+  const double bw = profile_.level_holding(e.boundary_bytes()).bandwidth_Bps;
+  const double peak = f16 ? profile_.peak_flops_f16 : profile_.peak_flops_f32;
+  e.intensity = operational_intensity(e.flops, e.boundary_bytes());
+  e.attainable_flops = attainable_performance(peak, e.intensity, bw);
+  e.bound = e.intensity < ridge_point(peak, bw) ? Bound::memory : Bound::compute;
+
+  // 7.4.1 T = max(T_compute, T_memory) + T_overhead, then the fitted correction.
+  e.t_compute_s = e.flops / peak;
+  e.t_memory_s = e.boundary_bytes() / bw;
+  e.t_overhead_s = profile_.launch_overhead_s;
+  const double correction = 1 + profile_.alpha_cache + profile_.alpha_conflict + profile_.alpha_divergence;
+  e.t_total_s = (std::max(e.t_compute_s, e.t_memory_s) + e.t_overhead_s) * correction;
+
+  // 7.3.4 prefetch distance for the innermost vector loop: one iteration consumes one cache
+  // line (64 B) of each streamed input; its compute time is the group's FLOPs per line on one
+  // core's share of the peak.
+  const double lines = std::max(1.0, e.boundary_in_bytes / 64);
+  const double per_iteration = (e.flops / lines) / (peak / std::max(1, profile_.cores));
+  e.prefetch_distance = prefetch_distance(profile_.memory_latency_s, per_iteration);
+
+  // Resources (R of 7.1.2): values that must stay live at once, and tiles held on chip.
+  int anchors_live = 0, shared_values = 0;
+  for (size_t i : nodes) {
+    const auto k = ig.kind(i);
+    if (k == graph::FusionKind::out_elementwise_fusable && ig.node(i).op != "max_pool" &&
+        ig.node(i).op != "avg_pool") {
+      anchors_live = kAnchorAccumulators;  // members run one after another within a tile
+    }
+    int uses = 0;
+    for (size_t c : ig.consumers(ig.node(i).outputs[0])) uses += in_group.count(c) ? 1 : 0;
+    if (uses > 1) ++shared_values;
+  }
+  const int values = anchors_live + shared_values + 2;  // + the streamed input and result
+  e.vector_registers = profile_.gpu ? kGpuBaseRegisters + kGpuRegistersPerValue * (values + int(nodes.size()))
+                                    : values;
+  e.onchip_bytes = e.intermediate_bytes * e.tile_fraction;
+  return e;
+}
+
+GroupEstimate NumaCostModel::estimate(const IndexedGraph& ig, const std::vector<size_t>& nodes) const {
+  GroupEstimate e = RooflineCostModel::estimate(ig, nodes);
+  if (profile_.numa_nodes < 2 || profile_.numa_local_latency_s <= 0 || nodes.empty()) return e;
+  const int home = placement_.at(nodes.front());
+  const std::unordered_set<size_t> in_group(nodes.begin(), nodes.end());
+  double remote = 0;
+  std::set<std::string> seen;
+  for (size_t i : nodes) {
+    for (const auto& in : ig.node(i).inputs) {
+      const int p = ig.producer(in);
+      if (p < 0 || in_group.count(size_t(p)) || !seen.insert(in).second) continue;
+      if (placement_.at(size_t(p)) != home) remote += ig.bytes(in);
+    }
+  }
+  // Remote bytes cost L_remote / L_local as much as local ones (exercise 7.5).
+  const double ratio = profile_.numa_remote_latency_s / profile_.numa_local_latency_s;
+  const double local = e.boundary_bytes() - remote;
+  const double bw = profile_.level_holding(e.boundary_bytes()).bandwidth_Bps;
+  e.t_memory_s = (local + remote * ratio) / bw;
+  const double correction = 1 + profile_.alpha_cache + profile_.alpha_conflict + profile_.alpha_divergence;
+  e.t_total_s = (std::max(e.t_compute_s, e.t_memory_s) + e.t_overhead_s) * correction;
+  return e;
+}
+
+std::unique_ptr<CostModel> make_cost_model(const std::string& name, const HardwareProfile& p) {
+  if (name == "roofline") return std::make_unique<RooflineCostModel>(p);
+  throw std::runtime_error("unknown cost model '" + name + "' (available: roofline)");
+}
+
+}  // namespace opfuse::fusion

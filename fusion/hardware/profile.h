@@ -1,0 +1,54 @@
+// A hardware profile: what the cost model needs to know about a machine. Built-in profiles
+// (this CPU kind, a generic AVX2 machine, an NVIDIA H200), or one measured by `calibrate`,
+// loaded from and saved to JSON.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace opfuse::fusion {
+
+struct MemoryLevel {
+  std::string name;         // "L1", "L2", "LLC", "DRAM" on a CPU; "SMEM", "L2", "HBM" on a GPU
+  double size_bytes = 0;    // capacity visible to the whole device (all cores / SMs)
+  double bandwidth_Bps = 0; // sustained bandwidth, bytes per second, all cores together
+};
+
+struct HardwareProfile {
+  std::string name;
+  bool gpu = false;
+  double peak_flops_f32 = 0;  // FLOP/s, all cores, FMA counted as 2
+  double peak_flops_f16 = 0;  // FLOP/s for f16 arithmetic (CPUs here compute f16 in f32)
+  std::vector<MemoryLevel> levels;  // fastest first; the last is main memory
+  double memory_latency_s = 0;      // main-memory load-to-use latency
+  double launch_overhead_s = 0;     // per kernel: GPU launch, or CPU parallel-for dispatch
+  int cores = 1;                    // CPU cores, or GPU SMs
+  int vector_bytes = 16;            // widest SIMD register (CPU)
+  int vector_registers = 16;        // architectural SIMD registers (CPU)
+  int registers_per_thread = 0;     // GPU: registers one thread may use
+  double shared_memory_per_block_bytes = 0;  // GPU
+  int max_threads_per_block = 0;    // GPU
+  // NUMA (exercise 7.5): nodes and their latencies; bandwidth to a remote node is scaled by
+  // local/remote latency, the model's simplest consistent assumption.
+  int numa_nodes = 1;
+  double numa_local_latency_s = 0;
+  double numa_remote_latency_s = 0;
+  // 7.4.1 correction: T_actual = T_fused * (1 + a_cache + a_conflict + a_divergence),
+  // fitted from measurements by the exploration tool; 0 until calibrated.
+  double alpha_cache = 0, alpha_conflict = 0, alpha_divergence = 0;
+
+  const MemoryLevel& main_memory() const { return levels.back(); }
+  // The fastest level whose capacity holds `bytes` (main memory if none does).
+  const MemoryLevel& level_holding(double bytes) const;
+  const MemoryLevel* level(const std::string& name) const;
+};
+
+// Built-in profiles: "epyc-avx512-2c" (this machine kind), "x86-avx2-8c", "h200".
+std::vector<std::string> builtin_profile_names();
+// A built-in by name, or a profile JSON file by path; std::runtime_error names what is wrong.
+HardwareProfile load_profile(const std::string& name_or_path);
+HardwareProfile builtin_profile(const std::string& name);
+std::string profile_to_json(const HardwareProfile& p);
+HardwareProfile profile_from_json(const std::string& text, const std::string& source);
+
+}  // namespace opfuse::fusion

@@ -1,0 +1,591 @@
+#include "fusion/planner/planner.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <sstream>
+#include <stdexcept>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "fusion/graph/indexed_graph.h"
+#include "fusion/pattern/matcher.h"
+
+namespace opfuse::fusion {
+
+using graph::IndexedGraph;
+
+namespace {
+
+struct Group {
+  std::vector<size_t> nodes;
+  GroupEstimate est;
+  std::string rule;
+  double score = 0;
+  std::vector<std::string> reasons;
+  bool alive = true;
+  bool has_anchor = false;
+};
+
+std::string fmt_s(double s) {
+  std::ostringstream os;
+  os.precision(3);
+  if (s >= 1e-3) os << s * 1e3 << " ms";
+  else os << s * 1e6 << " us";
+  return os.str();
+}
+
+class Planner {
+ public:
+  Planner(const graph::Graph& g, const CostModel& m, const PlannerOptions& o)
+      : ig_(g), model_(m), opt_(o), legal_(ig_, m, o.max_group_ops) {}
+
+  FusionPlan run() {
+    baseline();                        // Step 1
+    if (opt_.enable_fusion) {
+      mark_critical();
+      resolve(match_rules(ig_, enabled_rules()));  // Steps 2 and 3
+      if (opt_.local_search) local_search();       // Step 4
+    } else {
+      log("fusion disabled: every op is its own kernel");
+    }
+    return build_plan();               // Step 5
+  }
+
+ private:
+  void log(const std::string& s) { log_.push_back(s); }
+
+  std::vector<Rule> enabled_rules() {
+    std::vector<Rule> out;
+    for (const Rule& r : opt_.rules) {
+      if (opt_.disabled_rules.count(r.name)) {
+        log("rule " + r.name + ": disabled by option");
+      } else {
+        out.push_back(r);
+      }
+    }
+    return out;
+  }
+
+  // ---- Step 1 ------------------------------------------------------------------------
+  void baseline() {
+    group_of_.assign(ig_.size(), 0);
+    single_.resize(ig_.size());
+    for (size_t i = 0; i < ig_.size(); ++i) {
+      Group grp;
+      grp.nodes = {i};
+      grp.est = model_.estimate(ig_, grp.nodes);
+      grp.has_anchor = Legality::is_anchor(ig_.node(i));
+      single_[i] = grp.est.t_total_s;
+      group_of_[i] = groups_.size();
+      pos_.push_back(double(ig_.topo_pos(i)));
+      groups_.push_back(std::move(grp));
+    }
+  }
+
+  double unfused_time(const std::vector<size_t>& nodes) const {
+    double t = 0;
+    for (size_t n : nodes) t += single_[n];
+    return t;
+  }
+
+  // Nodes on a longest (by unfused time) path to the critical outputs get priority (7.1.4).
+  void mark_critical() {
+    critical_.assign(ig_.size(), false);
+    std::vector<double> dist(ig_.size(), 0);
+    std::vector<int> from(ig_.size(), -1);
+    for (size_t n : ig_.topo()) {
+      double best = 0;
+      for (size_t p : ig_.preds(n)) {
+        if (dist[p] > best) best = dist[p], from[n] = int(p);
+      }
+      dist[n] = best + single_[n];
+    }
+    std::vector<std::string> outs = opt_.critical_outputs.empty() ? ig_.graph().outputs() : opt_.critical_outputs;
+    int end = -1;
+    for (const auto& o : outs) {
+      const int p = ig_.producer(o);
+      if (p >= 0 && (end < 0 || dist[p] > dist[end])) end = p;
+    }
+    for (int n = end; n >= 0; n = from[n]) critical_[n] = true;
+  }
+
+  // ---- Step 3 ------------------------------------------------------------------------
+  struct Scored {
+    Match match;
+    GroupEstimate est;
+    double benefit_s = 0, score = 0;
+  };
+
+  // 7.2.3: score = benefit / cost * priority, with
+  //   benefit  = time saved + memory saved (as its transfer time at main-memory bandwidth)
+  //   cost     = 1 + registers / R_max + ops / max_group_ops   (register use, compile effort)
+  //   priority = rule priority * (2 if the match lies on a critical path, else 1)
+  Scored score(const Match& m) const {
+    Scored s;
+    s.match = m;
+    s.est = model_.estimate(ig_, m.nodes);
+    double bytes_unfused = 0;
+    for (size_t n : m.nodes) bytes_unfused += groups_[group_of_[n]].est.boundary_bytes();
+    const double saved_bytes = bytes_unfused - s.est.boundary_bytes();
+    s.benefit_s = (unfused_time(m.nodes) - s.est.t_total_s) +
+                  saved_bytes / model_.profile().main_memory().bandwidth_Bps;
+    const double cost = 1.0 + double(s.est.vector_registers) / std::max(1, model_.register_limit()) +
+                        double(m.nodes.size()) / double(opt_.max_group_ops);
+    bool critical = false;
+    for (size_t n : m.nodes) critical = critical || critical_[n];
+    s.score = s.benefit_s / cost * m.priority * (critical ? 2.0 : 1.0);
+    return s;
+  }
+
+  void resolve(const std::vector<Match>& matches) {
+    std::vector<Scored> scored;
+    for (const Match& m : matches) {
+      if (m.nodes.size() > 1) scored.push_back(score(m));
+    }
+    std::stable_sort(scored.begin(), scored.end(),
+                     [](const Scored& a, const Scored& b) { return a.score > b.score; });
+    for (const Scored& s : scored) {
+      const std::string what = "rule " + s.match.rule + " on {" + names(s.match.nodes) + "}";
+      std::string taken;
+      for (size_t n : s.match.nodes) {
+        if (groups_[group_of_[n]].nodes.size() > 1) taken = groups_[group_of_[n]].rule;
+      }
+      if (!taken.empty()) {
+        log(what + ": overlap conflict with accepted rule " + taken + ", skipped");
+        continue;
+      }
+      if (!(s.est.t_total_s < unfused_time(s.match.nodes))) {
+        log(what + ": no predicted gain (" + fmt_s(s.est.t_total_s) + " fused vs " +
+            fmt_s(unfused_time(s.match.nodes)) + " unfused), skipped");
+        continue;
+      }
+      FusionDecision d = legal_.can_form_group(s.match.nodes, s.est);
+      Reorder reorder;
+      if (d) d = keeps_groups_acyclic(groups_of(s.match.nodes), reorder);
+      if (!d) {
+        log(what + ": refused, " + d.reason);
+        continue;
+      }
+      std::ostringstream why;
+      why << "rule " << s.match.rule << " (score " << s.score << ", saves "
+          << fmt_s(unfused_time(s.match.nodes) - s.est.t_total_s) << ")";
+      form_group(s.match.nodes, s.est, s.match.rule, s.score, why.str(), reorder);
+      log(what + ": accepted, score " + std::to_string(s.score));
+    }
+  }
+
+  // Replaces the groups of `nodes` (all wholly inside `nodes`) with one group.
+  // The distinct groups holding `nodes`.
+  std::vector<size_t> groups_of(const std::vector<size_t>& nodes) const {
+    std::vector<size_t> out;
+    for (size_t n : nodes) {
+      if (std::find(out.begin(), out.end(), group_of_[n]) == out.end()) out.push_back(group_of_[n]);
+    }
+    return out;
+  }
+
+  std::vector<size_t> group_neighbours(size_t gid, bool forward) const {
+    std::vector<size_t> out;
+    for (size_t n : groups_[gid].nodes) {
+      for (size_t m : forward ? ig_.succs(n) : ig_.preds(n)) {
+        const size_t h = group_of_[m];
+        if (h != gid && std::find(out.begin(), out.end(), h) == out.end()) out.push_back(h);
+      }
+    }
+    return out;
+  }
+
+  // Merging groups must keep the graph of groups acyclic: node-level convexity of the merged
+  // set is not enough, since a path may leave through one node of another group and come back
+  // from a different node of it. pos_ is a topological order of the groups; a cycle through
+  // the merged group would be a path member -> non-members -> member, all below the highest
+  // member's position. The forward set F and backward set B found on the way are then
+  // renumbered (B, merged, F) in the positions they held, as in Pearce & Kelly's dynamic
+  // topological sort, so pos_ stays a topological order.
+  struct Reorder {
+    std::vector<size_t> members, forward, backward;
+  };
+
+  FusionDecision keeps_groups_acyclic(const std::vector<size_t>& members, Reorder& r) const {
+    r = Reorder{members, {}, {}};
+    double lo = pos_[members[0]], hi = lo;
+    for (size_t m : members) lo = std::min(lo, pos_[m]), hi = std::max(hi, pos_[m]);
+    auto is_member = [&](size_t g) { return std::find(members.begin(), members.end(), g) != members.end(); };
+    std::unordered_set<size_t> seen;
+    std::vector<size_t> stack;
+    for (size_t m : members) {
+      for (size_t h : group_neighbours(m, true)) {
+        if (!is_member(h) && pos_[h] < hi && seen.insert(h).second) stack.push_back(h);
+      }
+    }
+    while (!stack.empty()) {
+      const size_t u = stack.back();
+      stack.pop_back();
+      r.forward.push_back(u);
+      for (size_t h : group_neighbours(u, true)) {
+        if (is_member(h)) {
+          return FusionDecision::no("dependence conflict: a path through group {" + names(groups_[u].nodes) +
+                                    "} leaves the fused group and re-enters it");
+        }
+        if (pos_[h] < hi && seen.insert(h).second) stack.push_back(h);
+      }
+    }
+    seen.clear();
+    for (size_t m : members) {
+      for (size_t h : group_neighbours(m, false)) {
+        if (!is_member(h) && pos_[h] > lo && seen.insert(h).second) stack.push_back(h);
+      }
+    }
+    while (!stack.empty()) {
+      const size_t u = stack.back();
+      stack.pop_back();
+      r.backward.push_back(u);
+      for (size_t h : group_neighbours(u, false)) {
+        if (!is_member(h) && pos_[h] > lo && seen.insert(h).second) stack.push_back(h);
+      }
+    }
+    return FusionDecision::yes();
+  }
+
+  void apply_reorder(const Reorder& r, size_t merged) {
+    std::vector<double> slots;
+    for (const auto* set : {&r.backward, &r.members, &r.forward}) {
+      for (size_t g : *set) slots.push_back(pos_[g]);
+    }
+    std::sort(slots.begin(), slots.end());
+    auto by_pos = [&](std::vector<size_t> v) {
+      std::sort(v.begin(), v.end(), [&](size_t a, size_t b) { return pos_[a] < pos_[b]; });
+      return v;
+    };
+    const std::vector<size_t> back = by_pos(r.backward), fwd = by_pos(r.forward);
+    size_t k = 0;
+    for (size_t g : back) pos_[g] = slots[k++];
+    pos_[merged] = slots[k++];
+    k += r.members.size() - 1;  // the merged group needs one slot; the others stay unused
+    for (size_t g : fwd) pos_[g] = slots[k++];
+  }
+
+  // Recomputes pos_ as a topological order of the live groups (Kahn), after splits.
+  void renumber_groups() {
+    std::vector<size_t> live;
+    for (size_t g = 0; g < groups_.size(); ++g) {
+      if (groups_[g].alive) live.push_back(g);
+    }
+    std::unordered_map<size_t, int> indegree;
+    for (size_t g : live) indegree[g] = int(group_neighbours(g, false).size());
+    std::vector<size_t> ready;
+    for (size_t g : live) {
+      if (indegree[g] == 0) ready.push_back(g);
+    }
+    double next = 0;
+    while (!ready.empty()) {
+      const size_t g = ready.back();
+      ready.pop_back();
+      pos_[g] = next++;
+      for (size_t h : group_neighbours(g, true)) {
+        if (--indegree[h] == 0) ready.push_back(h);
+      }
+    }
+    if (next != double(live.size())) {
+      throw std::logic_error("opfuse planner internal error: the groups of '" + ig_.graph().name +
+                             "' form a cycle");
+    }
+  }
+
+  size_t form_group(const std::vector<size_t>& nodes, const GroupEstimate& est, const std::string& rule,
+                    double score, const std::string& reason, const Reorder& reorder) {
+    Group grp;
+    grp.nodes = nodes;
+    std::sort(grp.nodes.begin(), grp.nodes.end(),
+              [&](size_t a, size_t b) { return ig_.topo_pos(a) < ig_.topo_pos(b); });
+    grp.est = est;
+    grp.rule = rule;
+    grp.score = score;
+    // The group keeps the name of the rule that formed its core; local search only extends.
+    std::string core;
+    for (size_t n : nodes) {
+      Group& old = groups_[group_of_[n]];
+      if (old.alive) {
+        grp.reasons.insert(grp.reasons.end(), old.reasons.begin(), old.reasons.end());
+        if (core.empty() && !old.rule.empty() && old.rule != "local_search") core = old.rule;
+        old.alive = false;
+      }
+      grp.has_anchor = grp.has_anchor || Legality::is_anchor(ig_.node(n));
+    }
+    if (rule == "local_search" && !core.empty()) grp.rule = core;
+    grp.reasons.push_back(reason);
+    const size_t id = groups_.size();
+    for (size_t n : grp.nodes) group_of_[n] = id;
+    groups_.push_back(std::move(grp));
+    pos_.push_back(0);
+    apply_reorder(reorder, id);
+    return id;
+  }
+
+  // ---- Step 4 ------------------------------------------------------------------------
+  bool try_merge(size_t a, size_t b, const char* move) {
+    Group& ga = groups_[a];
+    Group& gb = groups_[b];
+    if (ga.has_anchor && gb.has_anchor) return false;  // one compute anchor per kernel
+    std::vector<size_t> merged = ga.nodes;
+    merged.insert(merged.end(), gb.nodes.begin(), gb.nodes.end());
+    if (merged.size() > opt_.max_group_ops) return false;
+    const GroupEstimate est = model_.estimate(ig_, merged);
+    const double before = ga.est.t_total_s + gb.est.t_total_s;
+    if (!(est.t_total_s < before * (1 - 1e-9))) return false;
+    if (!legal_.can_form_group(merged, est)) return false;
+    Reorder reorder;
+    if (!keeps_groups_acyclic({a, b}, reorder)) return false;
+    const std::string reason = std::string("local search: ") + move + " {" + names(ga.nodes) + "} + {" +
+                               names(gb.nodes) + "} saves " + fmt_s(before - est.t_total_s);
+    log(reason);
+    form_group(merged, est, "local_search", 0, reason, reorder);
+    return true;
+  }
+
+  bool merge_round() {
+    bool changed = false;
+    // Vertical: a group with the consumer groups of its outputs, in topological order.
+    for (size_t n : ig_.topo()) {
+      const size_t a = group_of_[n];
+      for (size_t s : ig_.succs(n)) {
+        const size_t b = group_of_[s];
+        if (a == b || !groups_[a].alive || !groups_[b].alive) continue;
+        if (try_merge(a, b, "producer -> consumer")) {
+          changed = true;
+          break;
+        }
+      }
+    }
+    // Horizontal: groups whose nodes read the same activation (7.1.2).
+    for (size_t n : ig_.topo()) {
+      for (const auto& t : ig_.node(n).inputs) {
+        if (ig_.graph().tensor(t).kind == graph::TensorKind::param) continue;
+        const auto& users = ig_.consumers(t);
+        if (users.size() < 2 || users.front() != n) continue;  // once per tensor
+        for (size_t i = 0; i < users.size(); ++i) {
+          for (size_t j = i + 1; j < users.size(); ++j) {
+            const size_t a = group_of_[users[i]], b = group_of_[users[j]];
+            if (a == b || !groups_[a].alive || !groups_[b].alive) continue;
+            if (!legal_.siblings_share_input(groups_[a].nodes, groups_[b].nodes)) continue;
+            changed = try_merge(a, b, "siblings") || changed;
+          }
+        }
+      }
+    }
+    return changed;
+  }
+
+  // Split: drop the first or last node of a group when the rest plus the node alone cost less.
+  bool split_round() {
+    bool changed = false;
+    const size_t count = groups_.size();
+    for (size_t id = 0; id < count; ++id) {
+      Group& g = groups_[id];
+      if (!g.alive || g.nodes.size() < 2) continue;
+      for (size_t end : {size_t(0), g.nodes.size() - 1}) {
+        std::vector<size_t> rest = groups_[id].nodes;
+        const size_t node = rest[end];
+        rest.erase(rest.begin() + long(end));
+        const GroupEstimate est = model_.estimate(ig_, rest);
+        if (!(est.t_total_s + single_[node] < groups_[id].est.t_total_s * (1 - 1e-9))) continue;
+        if (!legal_.can_form_group(rest, est)) continue;
+        const std::string reason = "local search: split " + ig_.node(node).name + " off {" +
+                                   names(groups_[id].nodes) + "}";
+        log(reason);
+        const std::string rule = groups_[id].rule;
+        groups_[id].alive = false;
+        Group single;
+        single.nodes = {node};
+        single.est = model_.estimate(ig_, single.nodes);
+        single.has_anchor = Legality::is_anchor(ig_.node(node));
+        single.reasons = {reason};
+        group_of_[node] = groups_.size();
+        groups_.push_back(std::move(single));
+        pos_.push_back(0);
+        for (size_t n : rest) group_of_[n] = groups_.size();
+        Group r;
+        r.nodes = rest;
+        r.est = est;
+        r.rule = rule;
+        r.reasons = {reason};
+        for (size_t n : rest) r.has_anchor = r.has_anchor || Legality::is_anchor(ig_.node(n));
+        groups_.push_back(std::move(r));
+        pos_.push_back(0);
+        changed = true;
+        break;
+      }
+    }
+    return changed;
+  }
+
+  void local_search() {
+    for (size_t round = 0; round < opt_.max_local_search_rounds; ++round) {
+      const bool merged = merge_round();
+      const bool split = split_round();
+      if (split) renumber_groups();
+      if (!merged && !split) return;
+    }
+    log("local search: stopped after " + std::to_string(opt_.max_local_search_rounds) + " rounds");
+  }
+
+  // ---- Step 5 ------------------------------------------------------------------------
+  std::string names(const std::vector<size_t>& nodes) const {
+    std::string s;
+    for (size_t n : nodes) s += (s.empty() ? "" : ", ") + ig_.node(n).name;
+    return s;
+  }
+
+  GroupKind kind_of(const std::vector<size_t>& nodes) const {
+    if (nodes.size() == 1) return GroupKind::single;
+    std::unordered_set<size_t> in(nodes.begin(), nodes.end());
+    // Reachability inside the group (groups are small: O(k^2)).
+    std::unordered_map<size_t, std::unordered_set<size_t>> reach;
+    bool any_edge = false;
+    for (auto it = nodes.rbegin(); it != nodes.rend(); ++it) {  // reverse topological order
+      auto& r = reach[*it];
+      for (size_t s : ig_.succs(*it)) {
+        if (!in.count(s)) continue;
+        any_edge = true;
+        r.insert(s);
+        r.insert(reach[s].begin(), reach[s].end());
+      }
+    }
+    if (!any_edge) return GroupKind::horizontal;
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      for (size_t j = i + 1; j < nodes.size(); ++j) {
+        if (!reach[nodes[i]].count(nodes[j]) && !reach[nodes[j]].count(nodes[i])) return GroupKind::mixed;
+      }
+    }
+    return GroupKind::vertical;
+  }
+
+  ScheduleIntent intent_of(const std::vector<size_t>& nodes, const GroupEstimate& e) const {
+    ScheduleIntent in;
+    std::unordered_set<size_t> set(nodes.begin(), nodes.end());
+    size_t anchor = nodes.back();
+    for (size_t n : nodes) {
+      if (Legality::is_anchor(ig_.node(n))) {
+        anchor = n;
+        break;
+      }
+    }
+    in.anchor = ig_.node(anchor).name;
+    for (size_t n : nodes) {
+      const std::string& out = ig_.node(n).outputs[0];
+      bool escapes = ig_.is_graph_output(out);
+      for (size_t c : ig_.consumers(out)) escapes = escapes || !set.count(c);
+      const auto k = ig_.kind(n);
+      if (escapes) {
+        in.stored.push_back(ig_.node(n).name);
+      } else if (k == graph::FusionKind::elementwise || k == graph::FusionKind::broadcast ||
+                 k == graph::FusionKind::injective) {
+        in.inlined.push_back(ig_.node(n).name);
+      } else {
+        in.compute_at.push_back(ig_.node(n).name);
+      }
+    }
+    in.tile_fraction = e.tile_fraction;
+    in.prefetch_distance = e.prefetch_distance;
+    const int max_threads = model_.profile().max_threads_per_block;
+    in.gpu_threads = max_threads > 0 ? std::min(256, max_threads) : 256;
+    return in;
+  }
+
+  FusionPlan build_plan() {
+    renumber_groups();  // invariant check: throws if the groups form a cycle
+    FusionPlan p;
+    p.graph = ig_.graph().name;
+    p.profile = model_.profile().name;
+    p.cost_model = model_.name();
+    p.latency_bound_s = opt_.latency_bound_s;
+    for (size_t i = 0; i < ig_.size(); ++i) {
+      p.unfused_time_s += single_[i];
+      p.unfused_bytes += groups_[i].est.boundary_bytes();  // baseline groups are the singletons
+    }
+    // Groups in topological order of their first node.
+    std::vector<size_t> order;
+    std::unordered_map<size_t, int> plan_id;
+    for (size_t n : ig_.topo()) {
+      const size_t g = group_of_[n];
+      if (!plan_id.count(g)) {
+        plan_id[g] = int(order.size());
+        order.push_back(g);
+      }
+    }
+    for (size_t g : order) {
+      const Group& grp = groups_[g];
+      FusedGroup fg;
+      fg.id = plan_id[g];
+      fg.kind = kind_of(grp.nodes);
+      for (size_t n : grp.nodes) fg.nodes.push_back(ig_.node(n).name);
+      fg.rule = grp.rule;
+      fg.score = grp.score;
+      fg.estimate = grp.est;
+      fg.unfused_time_s = unfused_time(grp.nodes);
+      fg.intent = intent_of(grp.nodes, grp.est);
+      fg.reasons = grp.reasons;
+      if (fg.reasons.empty()) {
+        fg.reasons.push_back(opt_.enable_fusion ? "no rule or merge lowered the cost: runs alone"
+                                                : "fusion disabled");
+      }
+      p.fused_time_s += grp.est.t_total_s;
+      p.fused_bytes += grp.est.boundary_bytes();
+      p.groups.push_back(std::move(fg));
+    }
+    p.bandwidth_saving = bandwidth_saving(p.fused_bytes, p.unfused_bytes);
+
+    // 7.1.4: the longest path of group latencies L(P) ending at a critical output.
+    std::vector<double> dist(order.size(), 0);
+    std::vector<int> from(order.size(), -1);
+    for (size_t k = 0; k < order.size(); ++k) {
+      double best = 0;
+      for (size_t n : groups_[order[k]].nodes) {
+        for (size_t pr : ig_.preds(n)) {
+          const int pg = plan_id[group_of_[pr]];
+          if (size_t(pg) != k && dist[pg] > best) best = dist[pg], from[k] = pg;
+        }
+      }
+      dist[k] = best + groups_[order[k]].est.t_total_s;
+    }
+    const std::vector<std::string> outs =
+        opt_.critical_outputs.empty() ? ig_.graph().outputs() : opt_.critical_outputs;
+    int end = -1;
+    for (const auto& o : outs) {
+      const int pr = ig_.producer(o);
+      if (pr < 0) continue;
+      const int gid = plan_id[group_of_[pr]];
+      if (end < 0 || dist[gid] > dist[end]) end = gid;
+    }
+    for (int k = end; k >= 0; k = from[k]) p.groups[k].on_critical_path = true;
+    p.critical_path_s = end >= 0 ? dist[end] : 0;
+    if (opt_.latency_bound_s > 0) {
+      p.latency_bound_met = p.critical_path_s <= opt_.latency_bound_s;
+      log(std::string("latency bound: critical path ") + fmt_s(p.critical_path_s) +
+          (p.latency_bound_met ? " <= " : " > ") + "L_max " + fmt_s(opt_.latency_bound_s) +
+          (p.latency_bound_met ? ": met" : ": NOT met; the plan is the fastest this model found"));
+    }
+    p.log = std::move(log_);
+    return p;
+  }
+
+  IndexedGraph ig_;
+  const CostModel& model_;
+  const PlannerOptions& opt_;
+  Legality legal_;
+  std::vector<Group> groups_;
+  std::vector<size_t> group_of_;
+  std::vector<double> pos_;  // per group id: a topological order of the live groups
+  std::vector<double> single_;
+  std::vector<bool> critical_;
+  std::vector<std::string> log_;
+};
+
+}  // namespace
+
+FusionPlan plan_fusion(const graph::Graph& g, const CostModel& model, const PlannerOptions& options) {
+  return Planner(g, model, options).run();
+}
+
+}  // namespace opfuse::fusion

@@ -1,0 +1,44 @@
+// The fusion planner: graph + cost model -> FusionPlan.
+//
+//   Step 1  unfused baseline     every op its own group; its time and bytes
+//   Step 2  pattern matching     the rule library's matches (7.2.2)
+//   Step 3  conflict resolution  greedy by score = benefit / cost * priority (7.2.3):
+//                                overlap, resource and dependence conflicts are refused
+//   Step 4  local search         merge (producer -> consumer, siblings sharing an input) and
+//                                split moves while sum_P C(P) + sum T(P_i, P_j) decreases
+//                                (7.1.3); each group's C + T is its estimate
+//                                max(T_compute, T_memory) + T_overhead (7.4.1), where T_memory
+//                                charges the bytes crossing its cut edges
+//   Step 5  the plan             kinds, schedule intents, critical path against L_max (7.1.4)
+//
+// Each step only replaces groups by cheaper ones, so the plan never costs more than the
+// unfused one under the model.
+#pragma once
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "fusion/cost/cost_model.h"
+#include "fusion/graph/graph.h"
+#include "fusion/pattern/pattern.h"
+#include "fusion/planner/legality.h"
+#include "fusion/planner/plan.h"
+
+namespace opfuse::fusion {
+
+struct PlannerOptions {
+  bool enable_fusion = true;             // false: the unfused plan, with reasons
+  std::set<std::string> disabled_rules;  // switches per rule
+  std::vector<Rule> rules = builtin_rules();
+  bool local_search = true;
+  size_t max_group_ops = kDefaultMaxGroupOps;
+  size_t max_local_search_rounds = 8;
+  double latency_bound_s = 0;                 // L_max over the critical paths; 0: none
+  std::vector<std::string> critical_outputs;  // outputs whose paths are critical; empty: all
+};
+
+FusionPlan plan_fusion(const graph::Graph& g, const CostModel& model,
+                       const PlannerOptions& options = {});
+
+}  // namespace opfuse::fusion

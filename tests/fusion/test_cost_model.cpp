@@ -1,0 +1,198 @@
+// Hardware profiles and the cost model, checked against the text's exercises with exact figures.
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include "fusion/cost/cost_model.h"
+#include "fusion/graph/builder.h"
+#include "fusion/graph/indexed_graph.h"
+
+using namespace opfuse::fusion;
+using namespace opfuse::graph;
+
+namespace {
+
+HardwareProfile flat_profile(double peak_flops, double bandwidth, double launch = 0) {
+  HardwareProfile p;
+  p.name = "test";
+  p.peak_flops_f32 = p.peak_flops_f16 = peak_flops;
+  p.levels = {{"DRAM", 1e15, bandwidth}};  // one level: every byte at this bandwidth
+  p.launch_overhead_s = launch;
+  p.memory_latency_s = 100e-9;
+  p.vector_registers = 32;
+  return p;
+}
+
+std::vector<size_t> all_nodes(const IndexedGraph& ig) { return ig.topo(); }
+
+}  // namespace
+
+TEST_CASE("exercise 7.1: Conv -> BN -> ReLU -> MaxPool traffic, 256x112x112x32 NHWC fp16") {
+  // Counting convention: activation traffic of the chain after the conv's input (the conv's
+  // input and all weights are read the same way fused and unfused, so they are left out).
+  // Unfused: conv writes T; BN reads and writes T; ReLU reads and writes T; MaxPool reads T
+  // and writes T/4: 6.25 T. Fused: only the pooled T/4 is written.
+  GraphBuilder b("ex71");
+  auto x = b.input("x", {256, 112, 112, 32}, Layout::NHWC, DType::f16);
+  Conv2dOptions same;
+  same.pads = {1, 1, 1, 1};
+  auto y = b.max_pool(b.relu(b.batch_norm(b.conv2d(x, b.param("w", {32, 32, 3, 3}), same))), 2, 2);
+  b.output(y);
+  const Graph g = b.build();
+  const IndexedGraph ig(g);
+  const double T = 256.0 * 112 * 112 * 32 * 2;  // conv output, bytes
+  CHECK(T == 205520896.0);
+
+  double unfused = 0;
+  for (size_t n : ig.topo()) {
+    const OpStats s = op_stats(ig, n);
+    unfused += s.act_in_bytes + s.out_bytes;
+  }
+  const double conv_input = ig.bytes("x");
+  unfused -= conv_input;
+  CHECK(unfused == 6.25 * T);  // 1,284,505,600 bytes = 1.28 GB
+
+  const RooflineCostModel model(flat_profile(1e15, 900e9));
+  const GroupEstimate fused = model.estimate(ig, all_nodes(ig));
+  const double params = fused.boundary_in_bytes - conv_input;  // weights and BN statistics
+  const double fused_traffic = fused.boundary_bytes() - conv_input - params;
+  CHECK(fused_traffic == 0.25 * T);  // 51,380,224 bytes
+  CHECK(bandwidth_saving(fused_traffic, unfused) == doctest::Approx(0.96).epsilon(1e-12));
+  // At 900 GB/s: 1.427 ms of activation traffic unfused, 0.057 ms fused.
+  CHECK(unfused / 900e9 == doctest::Approx(1.42723e-3).epsilon(1e-5));
+  CHECK(fused_traffic / 900e9 == doctest::Approx(5.70892e-5).epsilon(1e-5));
+}
+
+TEST_CASE("exercise 7.2: roofline of C = A x B, 1024x768 x 768x512, 312 TFLOPS fp16, 2 TB/s") {
+  GraphBuilder b("ex72");
+  auto a = b.input("a", {1024, 768}, Layout::none, DType::f16);
+  auto w = b.input("b", {768, 512}, Layout::none, DType::f16);
+  b.output(b.matmul(a, w));
+  const Graph g = b.build();
+  const IndexedGraph ig(g);
+  const RooflineCostModel model(flat_profile(312e12, 2e12));
+  const GroupEstimate e = model.estimate(ig, all_nodes(ig));
+  CHECK(e.flops == 2.0 * 1024 * 768 * 512);
+  CHECK(e.boundary_bytes() == 2.0 * (1024 * 768 + 768 * 512 + 1024 * 512));
+  CHECK(e.intensity == doctest::Approx(236.3).epsilon(1e-3));     // FLOP/B
+  CHECK(ridge_point(312e12, 2e12) == doctest::Approx(156.0));      // I_c
+  CHECK(e.bound == Bound::compute);                                // I > I_c
+  CHECK(e.attainable_flops == 312e12);                             // P = min(P_peak, I*B)
+}
+
+TEST_CASE("7.1.1: an n-op elementwise chain speeds up by S = n under the model") {
+  for (int n : {1, 2, 4, 8, 16}) {
+    CAPTURE(n);
+    GraphBuilder b("chain");
+    auto x = b.input("x", {1 << 24});
+    for (int i = 0; i < n; ++i) x = b.relu(x);
+    b.output(x);
+    const Graph g = b.build();
+    const IndexedGraph ig(g);
+    // Bandwidth-bound (compute peak far above), no launch overhead: T = 2Nb/B per kernel.
+    const RooflineCostModel model(flat_profile(1e18, 100e9));
+    double unfused = 0;
+    for (size_t k : ig.topo()) unfused += model.estimate(ig, {k}).t_total_s;
+    const double fused = model.estimate(ig, all_nodes(ig)).t_total_s;
+    CHECK(fused == doctest::Approx(2.0 * (1 << 24) * 4 / 100e9));
+    CHECK(unfused / fused == doctest::Approx(double(n)));
+  }
+}
+
+TEST_CASE("roofline, prefetch distance and bandwidth saving formulas") {
+  CHECK(operational_intensity(100, 50) == 2);
+  CHECK(attainable_performance(1e12, 2, 100e9) == 200e9);  // bandwidth-bound
+  CHECK(attainable_performance(1e12, 20, 100e9) == 1e12);  // compute-bound
+  CHECK(prefetch_distance(100e-9, 30e-9) == 4);            // ceil(100 / 30)
+  CHECK(prefetch_distance(100e-9, 200e-9) == 1);
+  CHECK(bandwidth_saving(2, 8) == 0.75);
+}
+
+TEST_CASE("fusing raises compute density, so the prefetch distance shrinks (7.3.4)") {
+  GraphBuilder b("chain");
+  auto x = b.input("x", {1 << 22});
+  auto y = b.tanh(b.tanh(b.tanh(x)));
+  b.output(y);
+  const Graph g = b.build();
+  const IndexedGraph ig(g);
+  const RooflineCostModel model(builtin_profile("epyc-avx512-2c"));
+  const int alone = model.estimate(ig, {ig.topo()[0]}).prefetch_distance;
+  const int fused = model.estimate(ig, ig.topo()).prefetch_distance;
+  CHECK(fused < alone);
+}
+
+TEST_CASE("stencil recompute under compute_at: a 3x3 conv fed by an in-group producer") {
+  GraphBuilder b("halo");
+  auto x = b.input("x", {1, 16, 64, 64}, Layout::NCHW);
+  Conv2dOptions same;
+  same.pads = {1, 1, 1, 1};
+  auto y = b.conv2d(b.relu(x), b.param("w", {16, 16, 3, 3}), same);
+  b.output(y);
+  const Graph g = b.build();
+  const IndexedGraph ig(g);
+  const RooflineCostModel model(builtin_profile("epyc-avx512-2c"));
+  const GroupEstimate e = model.estimate(ig, ig.topo());
+  // relu is recomputed on each tile's 2-row halo: more FLOPs than the sum of the ops.
+  const double plain = op_stats(ig, ig.topo()[0]).flops + op_stats(ig, ig.topo()[1]).flops;
+  CHECK(e.flops > plain);
+  CHECK(e.recompute_factor > 1.0);
+  CHECK(e.recompute_factor < 1.1);
+}
+
+TEST_CASE("exercise 7.5: NUMA-aware cost, remote reads cost 150/100 of local ones") {
+  GraphBuilder b("numa");
+  auto x = b.input("x", {1 << 22});
+  auto y = b.relu(x);
+  auto z = b.tanh(y);
+  b.output(z);
+  const Graph g = b.build();
+  const IndexedGraph ig(g);
+  HardwareProfile p = flat_profile(1e18, 100e9);
+  p.numa_nodes = 2;
+  p.numa_local_latency_s = 100e-9;
+  p.numa_remote_latency_s = 150e-9;
+  const size_t relu = ig.topo()[0], tanh = ig.topo()[1];
+  std::vector<int> same(2, 0), split(2, 0);
+  split[tanh] = 1;  // tanh runs on the other node: it reads y remotely
+  const NumaCostModel local(p, same), remote(p, split);
+  const double bytes = 4.0 * (1 << 22);
+  CHECK(local.estimate(ig, {tanh}).t_memory_s == doctest::Approx(2 * bytes / 100e9));
+  CHECK(remote.estimate(ig, {tanh}).t_memory_s == doctest::Approx((1.5 * bytes + bytes) / 100e9));
+  // Fused on one node, nothing crosses: the NUMA penalty is one more reason to fuse.
+  CHECK(remote.estimate(ig, {relu, tanh}).t_memory_s == doctest::Approx(2 * bytes / 100e9));
+}
+
+TEST_CASE("correction factors scale the prediction (7.4.1)") {
+  GraphBuilder b("c");
+  b.output(b.relu(b.input("x", {1 << 20})));
+  const Graph g = b.build();
+  const IndexedGraph ig(g);
+  HardwareProfile p = flat_profile(1e15, 100e9, 1e-6);
+  const double base = RooflineCostModel(p).estimate(ig, ig.topo()).t_total_s;
+  p.alpha_cache = 0.2;
+  p.alpha_conflict = 0.05;
+  p.alpha_divergence = 0.05;
+  CHECK(RooflineCostModel(p).estimate(ig, ig.topo()).t_total_s == doctest::Approx(base * 1.3));
+}
+
+TEST_CASE("profiles: built-ins, JSON round trip, clear errors") {
+  for (const auto& name : builtin_profile_names()) {
+    CAPTURE(name);
+    const HardwareProfile p = builtin_profile(name);
+    const HardwareProfile back = profile_from_json(profile_to_json(p), name);
+    CHECK(back.name == p.name);
+    CHECK(back.peak_flops_f32 == p.peak_flops_f32);
+    CHECK(back.levels.size() == p.levels.size());
+    CHECK(back.main_memory().bandwidth_Bps == p.main_memory().bandwidth_Bps);
+    CHECK(profile_to_json(back) == profile_to_json(p));
+  }
+  const HardwareProfile h = builtin_profile("h200");
+  CHECK(h.gpu);
+  CHECK(h.cores == 132);
+  CHECK(h.main_memory().bandwidth_Bps == 4.8e12);
+  CHECK(h.shared_memory_per_block_bytes == 227 * 1024);
+  CHECK_THROWS_WITH_AS(builtin_profile("tpu"), doctest::Contains("no built-in hardware profile 'tpu'"),
+                       std::runtime_error);
+  CHECK_THROWS_WITH_AS(profile_from_json(R"({"format": "opfuse.profile", "levels": []})", "p.json"),
+                       doctest::Contains("peak_flops_f32"), std::runtime_error);
+}
