@@ -8,6 +8,7 @@
 #include "fusion/graph/onnx_import.h"
 #include "fusion/graph/op_schema.h"
 #include "fusion/graph/zoo.h"
+#include "fusion/hardware/calibrate.h"
 #include "fusion/planner/planner.h"
 #include "fusion/reference/executor.h"
 
@@ -86,6 +87,24 @@ int plan_command(const PlanCommand& c) {
   };
   if (!c.json_out.empty()) write(c.json_out, fusion::plan_to_json(plan));
   if (!c.dot_out.empty()) write(c.dot_out, fusion::plan_to_dot(plan, g));
+  return 0;
+}
+
+int calibrate_command(const std::string& out, bool quick) {
+  fusion::CalibrationOptions o;
+  o.quick = quick;
+  std::printf("calibrating (FMA peak, bandwidth per level, latency)...\n");
+  const fusion::HardwareProfile p = fusion::calibrate(fusion::builtin_profile("epyc-avx512-2c"), o);
+  std::printf("  FMA peak         %8.1f GFLOP/s (%d cores)\n", p.peak_flops_f32 / 1e9, p.cores);
+  for (const auto& l : p.levels) {
+    std::printf("  %-5s %9.0f KiB %8.1f GB/s\n", l.name.c_str(), l.size_bytes / 1024, l.bandwidth_Bps / 1e9);
+  }
+  std::printf("  memory latency   %8.1f ns\n", p.memory_latency_s * 1e9);
+  std::FILE* f = std::fopen(out.c_str(), "w");
+  if (!f) throw std::runtime_error("cannot write " + out);
+  std::fputs(fusion::profile_to_json(p).c_str(), f);
+  std::fclose(f);
+  std::printf("wrote %s\n", out.c_str());
   return 0;
 }
 

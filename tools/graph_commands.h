@@ -27,6 +27,9 @@ struct PlanCommand {
 // `opfuse plan GRAPH`: plans fusion and prints the plan as a table with its reasons.
 int plan_command(const PlanCommand& c);
 
+// `opfuse calibrate --out FILE`: measures this machine and writes its profile.
+int calibrate_command(const std::string& out, bool quick);
+
 // Loads a .json graph file or imports a .onnx model.
 graph::Graph load_any(const std::string& path);
 

@@ -3,6 +3,7 @@
 //   opfuse check GRAPH [--run]  validate a graph file (.json or .onnx) and describe it
 //   opfuse zoo --out DIR        write the built-in model zoo as graph files
 //   opfuse plan GRAPH           plan fusion and explain it
+//   opfuse calibrate            measure this machine's profile
 #include <CLI/CLI.hpp>
 
 #include <exception>
@@ -42,12 +43,19 @@ int main(int argc, char** argv) {
   plan_cmd->add_flag("--no-fusion", plan.no_fusion, "the unfused plan");
   plan_cmd->add_flag("--log", plan.show_log, "print every decision");
 
+  std::string calibrate_out = "profile.json";
+  bool calibrate_quick = false;
+  CLI::App* calibrate_cmd = app.add_subcommand("calibrate", "measure this machine's hardware profile");
+  calibrate_cmd->add_option("--out", calibrate_out, "profile JSON to write");
+  calibrate_cmd->add_flag("--quick", calibrate_quick, "short measurements");
+
   CLI11_PARSE(app, argc, argv);
   try {
     if (*demo_cmd) return opfuse::tools::run_demo(demo);
     if (*check_cmd) return opfuse::tools::check_graph(graph_path, run_reference);
     if (*zoo_cmd) return opfuse::tools::write_zoo(zoo_dir);
     if (*plan_cmd) return opfuse::tools::plan_command(plan);
+    if (*calibrate_cmd) return opfuse::tools::calibrate_command(calibrate_out, calibrate_quick);
   } catch (const std::exception& e) {
     std::cerr << "opfuse: " << e.what() << "\n";
     return 1;

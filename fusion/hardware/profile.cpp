@@ -30,20 +30,22 @@ namespace {
 constexpr double KiB = 1024, MiB = 1024 * KiB, GB = 1e9, GFLOP = 1e9, TFLOP = 1e12;
 constexpr double ns = 1e-9, us = 1e-6;
 
-// This machine kind: 2 AMD EPYC (Zen 5) cores, AVX-512 with two full-width FMA pipes.
-// Peak: 2 pipes x 16 lanes x 2 FLOP x 2 cores x ~4.0 GHz = 512 GFLOP/s; oneDNN's 3x3 conv
-// reaches ~500 GFLOP/s here. Caches from lscpu (48 KiB L1d and 1 MiB L2 per core, 32 MiB L3).
-// Bandwidths are typical Zen 5 figures for 2 cores; `opfuse calibrate` measures the real ones.
+// This machine kind: 2 AMD EPYC (Zen 5) cores, AVX-512 with two full-width FMA pipes
+// (2 pipes x 16 lanes x 2 FLOP x 2 cores x ~4.1 GHz = 525 GFLOP/s; oneDNN's 3x3 conv reaches
+// ~500 here). Caches from sysfs: 48 KiB L1d and 1 MiB L2 per core, 32 MiB L3. Peak,
+// bandwidths and latency as `opfuse calibrate` measured them on this machine kind
+// (2026-11-29: 532 GFLOP/s; 561, 510, 209, 48 GB/s; 165 ns for a random DRAM line, TLB
+// misses included).
 HardwareProfile epyc_avx512_2c() {
   HardwareProfile p;
   p.name = "epyc-avx512-2c";
-  p.peak_flops_f32 = 512 * GFLOP;
-  p.peak_flops_f16 = 512 * GFLOP;  // f16 storage, f32 arithmetic
-  p.levels = {{"L1", 2 * 48 * KiB, 1000 * GB},
-              {"L2", 2 * 1 * MiB, 400 * GB},
-              {"LLC", 32 * MiB, 150 * GB},
-              {"DRAM", 24.0 * 1024 * MiB, 60 * GB}};
-  p.memory_latency_s = 100 * ns;
+  p.peak_flops_f32 = 530 * GFLOP;
+  p.peak_flops_f16 = 530 * GFLOP;  // f16 storage, f32 arithmetic
+  p.levels = {{"L1", 2 * 48 * KiB, 560 * GB},
+              {"L2", 2 * 1 * MiB, 500 * GB},
+              {"LLC", 32 * MiB, 200 * GB},
+              {"DRAM", 24.0 * 1024 * MiB, 48 * GB}};
+  p.memory_latency_s = 165 * ns;
   p.launch_overhead_s = 2 * us;  // Halide parallel-for dispatch to the thread pool
   p.cores = 2;
   p.vector_bytes = 64;

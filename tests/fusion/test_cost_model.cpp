@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "fusion/cost/cost_model.h"
+#include "fusion/hardware/calibrate.h"
 #include "fusion/graph/builder.h"
 #include "fusion/graph/indexed_graph.h"
 
@@ -195,4 +196,19 @@ TEST_CASE("profiles: built-ins, JSON round trip, clear errors") {
                        std::runtime_error);
   CHECK_THROWS_WITH_AS(profile_from_json(R"({"format": "opfuse.profile", "levels": []})", "p.json"),
                        doctest::Contains("peak_flops_f32"), std::runtime_error);
+}
+
+TEST_CASE("calibrate (quick) measures a usable profile") {
+  // Only structure and signs are asserted: timings on a shared machine are not a test.
+  CalibrationOptions o;
+  o.quick = true;
+  const HardwareProfile p = calibrate(builtin_profile("epyc-avx512-2c"), o);
+  CHECK(p.peak_flops_f32 > 0);
+  REQUIRE(p.levels.size() == 4);
+  for (size_t i = 0; i < p.levels.size(); ++i) {
+    CHECK(p.levels[i].bandwidth_Bps > 0);
+    if (i) CHECK(p.levels[i].size_bytes > p.levels[i - 1].size_bytes);
+  }
+  CHECK(p.memory_latency_s > 0);
+  CHECK(profile_from_json(profile_to_json(p), "measured").peak_flops_f32 == p.peak_flops_f32);
 }

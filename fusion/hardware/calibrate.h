@@ -1,0 +1,32 @@
+// `calibrate`: measures the running machine and writes it as a HardwareProfile.
+//
+//   bandwidth per level   STREAM-like copy and triad, all cores, at a working set sized for
+//                         each cache level (half its capacity) and for DRAM (8x the LLC);
+//                         the better of the two kernels counts, write-allocate traffic not
+//   FMA peak              independent FMA chains on the widest vector unit (AVX-512 when the
+//                         CPU has it, else AVX2), enough of them to cover FMA latency on two
+//                         pipes, on every core
+//   memory latency        a pointer chase through a random cyclic permutation of 64-byte
+//                         lines in a DRAM-sized buffer
+//
+// Cache sizes come from the OS (sysconf); the launch overhead and the profile's other fields
+// are taken from `base` (a built-in profile).
+#pragma once
+
+#include "fusion/hardware/profile.h"
+
+namespace opfuse::fusion {
+
+struct CalibrationOptions {
+  double seconds_per_measurement = 0.2;  // each kernel repeats until this much time has passed
+  bool quick = false;                    // smaller DRAM buffer, shorter runs (tests, CI)
+};
+
+HardwareProfile calibrate(const HardwareProfile& base, const CalibrationOptions& options = {});
+
+// The pieces, for tests and benchmarks.
+double measure_fma_peak_flops(int threads, double seconds);
+double measure_bandwidth_Bps(size_t working_set_bytes, int threads, double seconds);
+double measure_latency_s(size_t buffer_bytes, double seconds);
+
+}  // namespace opfuse::fusion
