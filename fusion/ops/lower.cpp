@@ -63,12 +63,14 @@ class Lowerer {
 
   void lower_node(const Node& n) {
     funcs_.clear();
+    roles_.clear();
     const graph::Tensor& y = g_.tensor(n.outputs[0]);
     vars_ = make_vars(y.shape.size());
     Func result = dispatch(n);
     funcs_.push_back(result);
+    roles_.push_back("output");
     out_.tensors[n.outputs[0]] = result;
-    out_.nodes.push_back({n.name, funcs_});
+    out_.nodes.push_back({n.name, funcs_, roles_});
   }
 
  private:
@@ -79,6 +81,7 @@ class Lowerer {
   Func helper(const Node& n, const std::string& what) {
     Func f(unique(n.name + "_" + what));
     funcs_.push_back(f);
+    roles_.push_back(what);
     return f;
   }
 
@@ -210,6 +213,7 @@ class Lowerer {
     const int cin_g = int(wt.shape[1]), cout_g = int(wt.shape[0] / win.groups);
     Func padded = BoundaryConditions::constant_exterior(in(n, 0), 0.0f, region_of(xt.shape));
     funcs_.push_back(padded);
+    roles_.push_back("padded");
     RDom r(0, cin_g, 0, int(win.kernel[0]), 0, int(win.kernel[1]), unique(n.name + "_r"));
     Expr co = vars_[win.c_axis()];
     Expr ci = (co / cout_g) * cin_g + r.x;  // input channel within the output's group
@@ -264,6 +268,7 @@ class Lowerer {
         in(n, 0), is_max ? Expr(-std::numeric_limits<float>::infinity()) : Expr(0.0f),
         region_of(xt.shape));
     funcs_.push_back(padded);
+    roles_.push_back("padded");
     RDom r(0, int(win.kernel[0]), 0, int(win.kernel[1]), unique(n.name + "_r"));
     Expr h0 = vars_[win.h_axis()] * int(win.strides[0]) - int(win.pads[0]);
     Expr w0 = vars_[win.w_axis()] * int(win.strides[1]) - int(win.pads[1]);
@@ -354,6 +359,7 @@ class Lowerer {
   std::set<std::string> used_;
   std::vector<Var> vars_;
   std::vector<Func> funcs_;
+  std::vector<std::string> roles_;
 };
 
 }  // namespace

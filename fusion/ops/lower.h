@@ -15,9 +15,17 @@
 
 namespace opfuse::ops {
 
+// The Funcs of one node. roles[i] says what funcs[i] is, for the schedule emitter:
+//   "output"   the node's value (always a pure definition, so it can be inlined)
+//   "acc"      an anchor's accumulator (conv, matmul, linear): pure init + update over an RDom
+//   "sum"      a window or global pool's running sum
+//   "padded"   a boundary condition (constant exterior) of a window op's input
+//   "factor"   batch norm's per-channel gamma / sqrt(var + eps)
+//   "mean", "var", "max", "exp"   row statistics of layer norm and softmax
 struct LoweredNode {
-  std::string node;                // graph node name
+  std::string node;                 // graph node name
   std::vector<Halide::Func> funcs;  // every Func the op defined, its output last
+  std::vector<std::string> roles;   // parallel to funcs
   Halide::Func output() const { return funcs.back(); }
 };
 

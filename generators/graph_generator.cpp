@@ -1,0 +1,117 @@
+// The generic graph generator: any graph file, any strategy, any target, ahead of time.
+//
+//   GeneratorParams  graph     the graph file (.json, or .onnx)
+//                    strategy  fused | unfused | autoscheduler (set by CMake's AUTOSCHEDULER)
+//                    profile   hardware profile for the cost model (default: this CPU kind on
+//                              CPU targets, h200 on GPU targets)
+//                    plan_out  where to write the plan JSON (the decision log)
+//
+// The C ABI of the generated function: every graph input, then every param (weights), in
+// declaration order, then every graph output, each a halide_buffer_t in row-major order
+// (Halide dimension 0 is the tensor's last axis); names are the tensor names made C-safe.
+#include <fstream>
+#include <thread>
+
+#include "Halide.h"
+#include "fusion/graph/json_io.h"
+#include "fusion/graph/onnx_import.h"
+#include "fusion/ops/lower.h"
+#include "fusion/planner/planner.h"
+#include "schedules/emitter.h"
+
+namespace {
+
+using namespace Halide;
+using namespace opfuse;
+
+class GraphGenerator : public Generator<GraphGenerator> {
+ public:
+  GeneratorParam<std::string> graph_file{"graph", ""};
+  GeneratorParam<std::string> strategy{"strategy", "fused"};
+  GeneratorParam<std::string> profile{"profile", ""};
+  GeneratorParam<std::string> plan_out{"plan_out", ""};
+
+  void configure() {
+    const std::string path = graph_file;
+    _halide_user_assert(!path.empty()) << "opfuse graph generator: set the 'graph' GeneratorParam to a graph file";
+    try {
+      graph_ = path.size() > 5 && path.substr(path.size() - 5) == ".onnx" ? graph::import_onnx(path)
+                                                                           : graph::load_graph_json(path);
+    } catch (const std::exception& e) {
+      _halide_user_error << "opfuse graph generator: " << e.what() << "\n";
+    }
+    std::set<std::string> names;
+    auto declare = [&](const std::string& tensor) {
+      const std::string name = ops::halide_safe_name(tensor);
+      _halide_user_assert(names.insert(name).second)
+          << "opfuse graph generator: two tensors of " << path << " map to the C name " << name;
+      return name;
+    };
+    for (const auto& name : graph_.tensor_names()) {
+      const graph::Tensor& t = graph_.tensor(name);
+      if (t.kind == graph::TensorKind::intermediate) continue;
+      const Type type = t.dtype == graph::DType::f16 ? Float(16) : Float(32);
+      inputs_.push_back({name, add_input<Buffer<>>(declare(name), type, int(t.shape.size()))});
+    }
+    for (const auto& name : graph_.outputs()) {
+      const graph::Tensor& t = graph_.tensor(name);
+      const Type type = t.dtype == graph::DType::f16 ? Float(16) : Float(32);
+      outputs_.push_back(add_output<Buffer<>>(declare(name + "_out"), type, int(t.shape.size())));
+    }
+  }
+
+  void generate() {
+    // --- Algorithm -------------------------------------------------------------------
+    std::map<std::string, Func> sources;
+    for (auto& [name, in] : inputs_) sources[name] = Func(*in);
+    lowered_ = ops::lower(graph_, sources);
+    schedules::Pipeline pipe{&graph_, &lowered_, {}};
+    for (size_t i = 0; i < outputs_.size(); ++i) {
+      const graph::Tensor& t = graph_.tensor(graph_.outputs()[i]);
+      std::vector<Var> v = ops::halide_args(ops::make_vars(t.shape.size()));
+      Expr e = lowered_.outputs[i](std::vector<Expr>(v.begin(), v.end()));
+      (*outputs_[i])(v) = t.dtype == graph::DType::f16 ? cast(Float(16), e) : e;
+      pipe.outputs.push_back(Func(*outputs_[i]));
+    }
+
+    // --- Estimates -------------------------------------------------------------------
+    for (auto& [name, in] : inputs_) {
+      const graph::Shape& s = graph_.tensor(name).shape;
+      Region r;
+      for (auto it = s.rbegin(); it != s.rend(); ++it) r.emplace_back(0, int(*it));
+      in->set_estimates(r);
+    }
+    schedules::set_output_estimates(pipe);
+
+    // --- Schedule --------------------------------------------------------------------
+    const std::string strat = strategy;
+    if (using_autoscheduler()) return;
+    _halide_user_assert(strat == "fused" || strat == "unfused")
+        << "opfuse graph generator: strategy '" << strat
+        << "' is neither fused nor unfused, and no autoscheduler was set";
+    const bool gpu = get_target().has_gpu_feature();
+    const std::string prof = std::string(profile).empty() ? (gpu ? "h200" : "epyc-avx512-2c") : std::string(profile);
+    const fusion::HardwareProfile hw = fusion::load_profile(prof);
+    const fusion::RooflineCostModel model(hw);
+    fusion::PlannerOptions options;
+    options.enable_fusion = strat == "fused";
+    const fusion::FusionPlan plan = fusion::plan_fusion(graph_, model, options);
+    const std::string out = plan_out;
+    if (!out.empty()) {
+      std::ofstream f(out);
+      f << fusion::plan_to_json(plan);
+    }
+    const int cores = gpu ? 1 : int(std::max(1u, std::thread::hardware_concurrency()));
+    schedules::apply_plan(pipe, plan, get_target(), cores);
+  }
+
+ private:
+  graph::Graph graph_;
+  ops::LoweredGraph lowered_;
+  std::vector<std::pair<std::string, Input<Buffer<>>*>> inputs_;
+  std::vector<Output<Buffer<>>*> outputs_;
+};
+
+}  // namespace
+
+HALIDE_REGISTER_GENERATOR(GraphGenerator, opfuse_graph)

@@ -1,0 +1,305 @@
+#include "schedules/emitter.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include "fusion/graph/indexed_graph.h"
+#include "fusion/graph/op_schema.h"
+
+namespace opfuse::schedules {
+
+using namespace Halide;
+
+namespace {
+
+// Accumulator vectors of a register-blocked anchor: 2 vectors of output channels (columns)
+// x 4 unrolled pixels (rows) = 8, enough to cover a 4-cycle FMA latency on 2 FMA pipes.
+constexpr int kBlockVectors = 2;
+constexpr int kBlockRows = 4;
+
+class Emitter {
+ public:
+  Emitter(const Pipeline& p, const fusion::FusionPlan& plan, const Target& t, int cores)
+      : p_(p), plan_(plan), t_(t), ig_(*p.graph), gpu_(t.has_gpu_feature()) {
+    vec_ = std::max(1, t.natural_vector_size(Float(32)));
+    cores_ = std::max(1, cores);
+    for (const auto& ln : p.lowered->nodes) lowered_[ln.node] = &ln;
+    for (size_t i = 0; i < p.graph->outputs().size(); ++i) output_of_[p.graph->outputs()[i]] = int(i);
+    for (size_t i = 0; i < ig_.size(); ++i) index_[ig_.node(i).name] = i;
+  }
+
+  void run() {
+    for (const fusion::FusedGroup& g : plan_.groups) schedule_group(g);
+    // Outputs not rooted by any group (a stored node that other groups also read) copy it.
+    for (size_t i = 0; i < p_.outputs.size(); ++i) {
+      if (!rooted_outputs_.count(int(i))) {
+        root_schedule(p_.outputs[i], ig_.graph().tensor(p_.graph->outputs()[i]).shape, 1.0);
+      }
+    }
+  }
+
+ private:
+  const graph::Tensor& tensor_of(const std::string& node) const {
+    return ig_.graph().tensor(ig_.node(index_.at(node)).outputs[0]);
+  }
+
+  // --- roots --------------------------------------------------------------------------
+  // Schedules a group root; returns the loop level at which its members are computed.
+  LoopLevel root_schedule(Func r, const graph::Shape& shape, double tile_fraction) {
+    std::vector<Var> args = r.args();
+    const int k = int(args.size());
+    std::vector<int64_t> ext(shape.rbegin(), shape.rend());  // Halide order
+    if (gpu_) {
+      Var fused = args[0];
+      for (int i = 1; i < k; ++i) {
+        Var f(r.name() + "_f" + std::to_string(i));
+        r.fuse(fused, args[i], f);
+        fused = f;
+      }
+      Var bx(r.name() + "_bx"), tx(r.name() + "_tx");
+      int threads = 256;
+      r.gpu_tile(fused, bx, tx, threads, TailStrategy::GuardWithIf);
+      return LoopLevel(r, tx);
+    }
+    int v = vec_;
+    while (v > 1 && v > ext[0]) v /= 2;
+    Var to(r.name() + "_tile"), ti(r.name() + "_ti");
+    if (k == 1) {
+      const int64_t chunk = std::max<int64_t>(
+          v, std::min<int64_t>(int64_t(std::ceil(double(ext[0]) * tile_fraction)),
+                               (ext[0] + 2 * cores_ - 1) / (2 * cores_)));
+      r.split(args[0], to, ti, int(chunk), TailStrategy::GuardWithIf).parallel(to);
+      if (v > 1) r.vectorize(ti, v, TailStrategy::GuardWithIf);
+      return LoopLevel(r, to);
+    }
+    Var outer = args[k - 1];
+    int64_t outer_ext = ext[k - 1];
+    for (int i = k - 2; i >= 1; --i) {
+      Var f(r.name() + "_o" + std::to_string(i));
+      r.fuse(args[i], outer, f);
+      outer = f;
+      outer_ext *= ext[i];
+    }
+    // Tile rows from the cost model's working-set fraction, at least 2 tiles per core.
+    int64_t rows = std::max<int64_t>(1, int64_t(std::floor(double(outer_ext) * tile_fraction)));
+    rows = std::min<int64_t>(rows, std::max<int64_t>(1, (outer_ext + 2 * cores_ - 1) / (2 * cores_)));
+    r.split(outer, to, ti, int(rows), TailStrategy::GuardWithIf).parallel(to);
+    if (v > 1) r.vectorize(args[0], v, TailStrategy::GuardWithIf);
+    return LoopLevel(r, to);
+  }
+
+  // --- members ------------------------------------------------------------------------
+  void vectorize_inner(Func f) {
+    if (gpu_ || f.args().empty()) return;
+    f.vectorize(f.args()[0], vec_, TailStrategy::GuardWithIf);
+    for (int u = 0; u < f.num_update_definitions(); ++u) {
+      f.update(u).vectorize(f.args()[0], vec_, TailStrategy::GuardWithIf);
+    }
+  }
+
+  // Register-blocked accumulator update of a matmul / linear (columns innermost).
+  void block_matmul(Func acc) {
+    std::vector<Var> a = acc.args();
+    if (gpu_ || a.size() < 2) return;
+    RVar k = acc.rvars(0)[0];
+    Var n = a[0], m = a[1], no("no"), nb("nb"), nio("nio"), ni("ni"), mo("mo"), mi("mi");
+    acc.vectorize(n, vec_, TailStrategy::GuardWithIf);
+    acc.update()
+        .split(n, no, nb, vec_ * kBlockVectors, TailStrategy::GuardWithIf)
+        .split(nb, nio, ni, vec_, TailStrategy::GuardWithIf)
+        .split(m, mo, mi, kBlockRows, TailStrategy::GuardWithIf)
+        .reorder(ni, nio, mi, k, no, mo)
+        .vectorize(ni)
+        .unroll(nio)
+        .unroll(mi);
+  }
+
+  // Register-blocked conv accumulator. NHWC: output channels vectorised (weights repacked so
+  // channel vectors are contiguous), pixels along W unrolled. NCHW: pixels along W vectorised,
+  // output channels unrolled, weights broadcast.
+  void block_conv(const graph::Node& n, Func acc) {
+    if (gpu_) return;
+    const graph::Tensor& x = ig_.graph().tensor(n.inputs[0]);
+    const graph::Tensor& w = ig_.graph().tensor(n.inputs[1]);
+    const graph::Window2d win = graph::conv2d_window(n, x, w);
+    std::vector<Var> a = acc.args();  // Halide order of the output layout
+    std::vector<RVar> r = acc.rvars(0);  // ci, kh, kw
+    if (win.layout == graph::Layout::NHWC) {
+      Var c = a[0], px = a[1], co("co"), cb("cb"), cio("cio"), ci("ci"), xo("xo"), xi("xi");
+      acc.vectorize(c, vec_, TailStrategy::GuardWithIf);
+      acc.update()
+          .split(c, co, cb, vec_ * kBlockVectors, TailStrategy::GuardWithIf)
+          .split(cb, cio, ci, vec_, TailStrategy::GuardWithIf)
+          .split(px, xo, xi, kBlockRows, TailStrategy::GuardWithIf)
+          .reorder({ci, cio, xi, r[0], r[2], r[1], co, xo})
+          .vectorize(ci)
+          .unroll(cio)
+          .unroll(xi);
+      // Weights [Cout, Cin, KH, KW] stored with Cout innermost: one contiguous vector load
+      // per (ci, kh, kw) instead of a gather.
+      Func weights = p_.lowered->tensors.at(n.inputs[1]);
+      Func packed = weights.in(acc);
+      std::vector<Var> wa = packed.args();  // kw, kh, ci, co
+      packed.compute_root().reorder_storage(wa[3], wa[0], wa[1], wa[2]);
+    } else {
+      Var px = a[0], c = a[2], xo("xo"), xi("xi"), co("co"), cb("cb");
+      acc.vectorize(px, vec_, TailStrategy::GuardWithIf);
+      acc.update()
+          .split(px, xo, xi, vec_, TailStrategy::GuardWithIf)
+          .split(c, co, cb, kBlockRows * kBlockVectors, TailStrategy::GuardWithIf)
+          .reorder({xi, cb, r[2], r[1], r[0], xo, co})
+          .vectorize(xi)
+          .unroll(cb);
+    }
+  }
+
+  // Schedules the helpers of a node computed within `at` (the group's tile, or on a GPU the
+  // thread of its root).
+  void schedule_helpers(const ops::LoweredNode& ln, const LoopLevel& at) {
+    const graph::Node& n = ig_.node(index_.at(ln.node));
+    for (size_t i = 0; i + 1 < ln.funcs.size(); ++i) {
+      Func f = ln.funcs[i];
+      const std::string& role = ln.roles[i];
+      if (role == "padded") continue;  // inline: a select on the input's bounds
+      if (role == "factor") {  // per channel: once on the CPU; inline in each GPU thread
+        if (!gpu_) f.compute_root();
+        continue;
+      }
+      const bool row_stat = n.op == "softmax" || n.op == "layer_norm";
+      if (gpu_ && row_stat) {
+        if (role == "exp") continue;  // inline: recomputed where the sum and output read it
+        f.compute_root();
+        Var fused = f.args()[0];
+        for (size_t j = 1; j < f.args().size(); ++j) {
+          Var g(f.name() + "_g" + std::to_string(j));
+          f.fuse(fused, f.args()[j], g);
+          fused = g;
+        }
+        f.gpu_tile(fused, Var(f.name() + "_b"), Var(f.name() + "_t"), 64, TailStrategy::GuardWithIf);
+        continue;
+      }
+      f.compute_at(at);
+      if (role == "acc" && (n.op == "matmul" || n.op == "linear")) {
+        block_matmul(f);
+      } else if (role == "acc" && n.op == "conv2d") {
+        block_conv(n, f);
+      } else {
+        vectorize_inner(f);
+      }
+    }
+  }
+
+  void schedule_group(const fusion::FusedGroup& g) {
+    const std::set<std::string> members(g.nodes.begin(), g.nodes.end());
+    const std::set<std::string> stored(g.intent.stored.begin(), g.intent.stored.end());
+    std::map<std::string, LoopLevel> level;  // root node -> its tile level
+
+    // Step 1: roots, one per stored node.
+    for (const auto& name : g.nodes) {
+      if (!stored.count(name)) continue;
+      const ops::LoweredNode& ln = *lowered_.at(name);
+      const graph::Tensor& t = tensor_of(name);
+      Func root = ln.output();
+      auto out = output_of_.find(t.name);
+      bool outside_consumers = false;
+      for (size_t c : ig_.consumers(t.name)) outside_consumers = outside_consumers || !members.count(ig_.node(c).name);
+      if (out != output_of_.end() && !outside_consumers) {
+        ln.output().compute_inline();  // the Output computes it directly
+        root = p_.outputs[out->second];
+        rooted_outputs_.insert(out->second);
+      } else {
+        root.compute_root();
+      }
+      const LoopLevel at = root_schedule(root, t.shape, g.intent.tile_fraction);
+      level.emplace(name, at);
+      schedule_helpers(ln, at);
+    }
+
+    // Step 2: members, at the tile of the one root that reads them (or materialised when
+    // several roots do).
+    for (const auto& name : g.nodes) {
+      if (stored.count(name)) continue;
+      const ops::LoweredNode& ln = *lowered_.at(name);
+      const bool inlined = std::find(g.intent.inlined.begin(), g.intent.inlined.end(), name) != g.intent.inlined.end();
+      const std::vector<std::string> roots = roots_reading(name, members, stored);
+      // On a GPU a member computed per thread of the root cannot feed the row-statistics
+      // kernels (softmax, layer norm) that run before the root; in such groups those
+      // members get their own kernel. Elementwise members still inline.
+      if (roots.size() != 1 || (gpu_ && !inlined && has_row_statistics(g))) {
+        Func f = ln.output();
+        f.compute_root();
+        const LoopLevel at = root_schedule(f, tensor_of(name).shape, g.intent.tile_fraction);
+        schedule_helpers(ln, at);
+        continue;
+      }
+      const LoopLevel& at = level.at(roots[0]);
+      if (inlined) {
+        ln.output().compute_inline();
+      } else {
+        ln.output().compute_at(at);
+        vectorize_inner(ln.output());
+      }
+      schedule_helpers(ln, at);
+    }
+  }
+
+  bool has_row_statistics(const fusion::FusedGroup& g) const {
+    for (const auto& name : g.nodes) {
+      const std::string& op = ig_.node(index_.at(name)).op;
+      if (op == "softmax" || op == "layer_norm") return true;
+    }
+    return false;
+  }
+
+  // Stored nodes of the group that (transitively, inside the group) read `name`.
+  std::vector<std::string> roots_reading(const std::string& name, const std::set<std::string>& members,
+                                         const std::set<std::string>& stored) const {
+    std::vector<std::string> roots;
+    std::vector<size_t> stack{index_.at(name)};
+    std::set<size_t> seen;
+    while (!stack.empty()) {
+      const size_t u = stack.back();
+      stack.pop_back();
+      for (size_t s : ig_.succs(u)) {
+        const std::string& sn = ig_.node(s).name;
+        if (!members.count(sn) || !seen.insert(s).second) continue;
+        if (stored.count(sn)) {
+          if (std::find(roots.begin(), roots.end(), sn) == roots.end()) roots.push_back(sn);
+        } else {
+          stack.push_back(s);
+        }
+      }
+    }
+    return roots;
+  }
+
+  const Pipeline& p_;
+  const fusion::FusionPlan& plan_;
+  const Target& t_;
+  graph::IndexedGraph ig_;
+  bool gpu_;
+  int vec_ = 8, cores_ = 2;
+  std::map<std::string, const ops::LoweredNode*> lowered_;
+  std::map<std::string, int> output_of_;
+  std::map<std::string, size_t> index_;
+  std::set<int> rooted_outputs_;
+};
+
+}  // namespace
+
+void apply_plan(const Pipeline& p, const fusion::FusionPlan& plan, const Target& target, int cores) {
+  Emitter(p, plan, target, cores).run();
+}
+
+void set_output_estimates(const Pipeline& p) {
+  for (size_t i = 0; i < p.outputs.size(); ++i) {
+    const graph::Shape& s = p.graph->tensor(p.graph->outputs()[i]).shape;
+    Func f = p.outputs[i];
+    std::vector<Var> args = f.args();
+    for (size_t d = 0; d < args.size(); ++d) f.set_estimate(args[d], 0, int(s[s.size() - 1 - d]));
+  }
+}
+
+}  // namespace opfuse::schedules

@@ -1,0 +1,46 @@
+// The schedule emitter: FusionPlan x Target -> a Halide schedule on the lowered Funcs.
+//
+// For each fused group, on the CPU:
+//
+//   for tile in parallel over the root's outer dims        <- root: a stored node (or the
+//     [compute_at members: anchors' accumulators, row         pipeline Output it feeds)
+//      reductions, producers of windows, per tile]
+//     for ... vectorized by the target's natural width:
+//       root = f(inlined members ...)                      <- elementwise members inline
+//
+// and on a GPU target the root is one kernel (gpu_blocks x gpu_threads over its fused dims),
+// accumulators of anchors live in registers of each thread, and row reductions (softmax,
+// layer norm statistics) and per-channel factors are their own small kernels.
+//
+// Anchors (conv, matmul, linear) get a register-blocked update: output channels (or columns)
+// vectorised, several rows unrolled so 8 accumulator vectors cover the FMA latency on two
+// pipes, reduction loops inside, and conv weights repacked once so the vector loads are
+// contiguous.
+//
+// The unfused strategy is the same emitter on the unfused plan (every op its own group), so
+// fused and unfused differ only in fusion.
+#pragma once
+
+#include <vector>
+
+#include "Halide.h"
+#include "fusion/graph/graph.h"
+#include "fusion/ops/lower.h"
+#include "fusion/planner/plan.h"
+
+namespace opfuse::schedules {
+
+struct Pipeline {
+  const graph::Graph* graph;
+  const ops::LoweredGraph* lowered;
+  std::vector<Halide::Func> outputs;  // outputs[i](args) = lowered->outputs[i](args)
+};
+
+// `cores`: CPU threads the parallel tiles are sized for (at least two tiles per core).
+void apply_plan(const Pipeline& p, const fusion::FusionPlan& plan, const Halide::Target& target,
+                int cores);
+
+// Sets bounds estimates on every output from the graph's shapes (the autoschedulers need them).
+void set_output_estimates(const Pipeline& p);
+
+}  // namespace opfuse::schedules

@@ -1,0 +1,131 @@
+// The runtime: tensors, the registry, errors for bad calls, concurrent calls, the timing hook.
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <thread>
+
+#include "fusion/graph/host_tensor.h"
+#include "fusion/graph/json_io.h"
+#include "fusion/reference/executor.h"
+#include "runtime/kernel.h"
+#include "tests/kernel_check.h"
+
+using namespace opfuse;
+using runtime::Registry;
+using runtime::Tensor;
+
+namespace {
+
+struct Call {
+  graph::Graph g;
+  graph::TensorMap inputs, params, outputs;
+  std::vector<Tensor> ins, outs;
+  explicit Call(const std::string& model) : g(graph::load_graph_json(std::string(OPFUSE_MODELS_DIR) + "/cpu/" + model + ".json")) {
+    inputs = graph::random_inputs(g, 5);
+    params = graph::param_values(g);
+    for (const auto& n : g.inputs()) ins.push_back(Tensor::f32(inputs[n].data.data(), inputs[n].shape));
+    for (const auto& n : g.params()) ins.push_back(Tensor::f32(params[n].data.data(), params[n].shape));
+    for (const auto& n : g.outputs()) {
+      outputs[n] = graph::HostTensor(g.tensor(n).shape);
+      outs.push_back(Tensor::f32(outputs[n].data.data(), outputs[n].shape));
+    }
+  }
+};
+
+template <typename Fn>
+std::string error_of(Fn fn) {
+  try {
+    fn();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("the registry lists the zoo and describes each kernel's arguments") {
+  const runtime::Kernel& k = Registry::global().find("cbr_pool", "fused", "host");
+  REQUIRE(k.inputs().size() == 6);  // x, w, gamma, beta, mean, var
+  CHECK(k.inputs()[0].name == "x");
+  CHECK(k.inputs()[0].shape == std::vector<int64_t>{1, 56, 56, 32});
+  CHECK(k.outputs()[0].shape == std::vector<int64_t>{1, 28, 28, 32});
+  CHECK(Registry::global().all().size() >= 44);  // 11 models x 2 strategies x (host, opencl)
+  const std::string e = error_of([] { Registry::global().find("resnet", "fused", "host"); });
+  CHECK(e.find("no kernel resnet/fused/host") != std::string::npos);
+  CHECK(e.find("cbr_pool/fused/host") != std::string::npos);
+}
+
+TEST_CASE("bad calls fail cleanly, naming the argument and what was expected") {
+  Call c("cbr_pool");
+  const runtime::Kernel& k = Registry::global().find("cbr_pool", "fused", "host");
+  SUBCASE("wrong shape") {
+    auto ins = c.ins;
+    ins[0].shape = {1, 56, 56, 16};
+    const std::string e = error_of([&] { k.run(ins, c.outs); });
+    CHECK(e.find("cbr_pool/fused/host") != std::string::npos);
+    CHECK(e.find("input 'x' must have shape [1,56,56,32], got [1,56,56,16]") != std::string::npos);
+  }
+  SUBCASE("wrong dtype") {
+    auto outs = c.outs;
+    outs[0].dtype = runtime::DType::f16;
+    CHECK(error_of([&] { k.run(c.ins, outs); }).find("output 'max_pool_0_out' must be f32, got f16") != std::string::npos);
+  }
+  SUBCASE("null data") {
+    auto ins = c.ins;
+    ins[1].data = nullptr;
+    CHECK(error_of([&] { k.run(ins, c.outs); }).find("input 'w' has no data") != std::string::npos);
+  }
+  SUBCASE("wrong argument count") {
+    auto ins = c.ins;
+    ins.pop_back();
+    CHECK(error_of([&] { k.run(ins, c.outs); }).find("takes 6 inputs and 1 outputs, got 5 and 1") != std::string::npos);
+  }
+}
+
+TEST_CASE("8 threads call fused kernels at once, with wrong calls interleaved") {
+  Call c("cbr_pool");
+  const graph::TensorMap want = reference::run(c.g, c.inputs, c.params);
+  const runtime::Kernel& k = Registry::global().find("cbr_pool", "fused", "host");
+  std::atomic<int> wrong_results{0}, clean_errors{0}, other_errors{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 20; ++i) {
+        graph::HostTensor out(c.g.tensor(c.g.outputs()[0]).shape);
+        std::vector<Tensor> outs{Tensor::f32(out.data.data(), out.shape)};
+        std::vector<Tensor> ins = c.ins;
+        if ((t + i) % 5 == 0) ins[0].shape = {2, 56, 56, 32};  // a bad call
+        try {
+          k.run(ins, outs);
+          if ((t + i) % 5 == 0) ++other_errors;  // should have failed
+          const auto cmp = reference::compare(out.data, want.at(c.g.outputs()[0]).data, testing::kZooTolerance);
+          if (!cmp.ok()) ++wrong_results;
+        } catch (const std::invalid_argument&) {
+          ++clean_errors;
+        } catch (...) {
+          ++other_errors;
+        }
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  CHECK(wrong_results == 0);
+  CHECK(other_errors == 0);
+  CHECK(clean_errors == 32);  // (t + i) % 5 == 0 for 32 of the 160 calls
+}
+
+TEST_CASE("the timing hook sees every successful call") {
+  Call c("ew_chain_2");
+  std::atomic<int> calls{0};
+  std::atomic<bool> positive{true};
+  runtime::set_timing_hook([&](const runtime::Kernel& k, double s) {
+    calls += k.model() == "ew_chain_2" ? 1 : 0;
+    positive = positive && s > 0;
+  });
+  const runtime::Kernel& k = Registry::global().find("ew_chain_2", "unfused", "host");
+  for (int i = 0; i < 3; ++i) k.run(c.ins, c.outs);
+  runtime::set_timing_hook(nullptr);
+  CHECK(calls == 3);
+  CHECK(positive);
+}
