@@ -1,0 +1,116 @@
+// The fused schedule is visibly the plan's: for every zoo model, the lowered loop nest
+// (Halide's .stmt output of the AOT build) has the plan's inlined members nowhere, its
+// compute_at members inside their root's parallel tile loop, and its stored nodes
+// materialised; the unfused build materialises every node.
+#include <doctest/doctest.h>
+
+#include <array>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "fusion/graph/json_io.h"
+
+namespace {
+
+struct Produce {
+  std::string section;               // the function the line is in ("..._par_for_<loop>" for tile bodies)
+  std::vector<std::string> enclosing;  // produce blocks it is nested in
+};
+
+// name -> where `produce name {` occurs.
+std::multimap<std::string, Produce> parse_stmt(const std::string& path) {
+  std::ifstream in(path);
+  REQUIRE_MESSAGE(in.good(), "missing " << path);
+  std::multimap<std::string, Produce> out;
+  std::string line, section;
+  std::vector<std::pair<int, std::string>> stack;  // (depth at open, produce name)
+  int depth = 0;
+  while (std::getline(in, line)) {
+    const size_t start = line.find_first_not_of(' ');
+    if (start == std::string::npos) continue;
+    const std::string body = line.substr(start);
+    if (body.rfind("func ", 0) == 0 || body.rfind("internal func ", 0) == 0) {
+      section = body;
+      stack.clear();
+      depth = 0;
+    }
+    if (body.rfind("produce ", 0) == 0) {
+      const std::string name = body.substr(8, body.find(' ', 8) - 8);
+      Produce p{section, {}};
+      for (const auto& s : stack) p.enclosing.push_back(s.second);
+      out.emplace(name, p);
+      stack.emplace_back(depth, name);
+    }
+    for (char c : body) {
+      if (c == '{') ++depth;
+      if (c == '}') {
+        --depth;
+        while (!stack.empty() && stack.back().first >= depth) stack.pop_back();
+      }
+    }
+  }
+  return out;
+}
+
+std::vector<std::array<std::string, 3>> entries() {
+  std::vector<std::array<std::string, 3>> out;
+  std::istringstream in(OPFUSE_ZOO_STMT);
+  for (std::string item; std::getline(in, item, ',');) {
+    const auto a = item.find(':'), b = item.find(':', a + 1);
+    out.push_back({item.substr(0, a), item.substr(a + 1, b - a - 1), item.substr(b + 1)});
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("each zoo model's host loop nest follows its plan") {
+  int checked = 0;
+  for (const auto& [model, strategy, stmt] : entries()) {
+    INFO(model << " " << strategy);
+    const auto produces = parse_stmt(stmt);
+    const std::string plan_path = stmt.substr(0, stmt.size() - 5) + ".plan.json";  // X.stmt -> X.plan.json
+    std::ifstream pin(plan_path);
+    REQUIRE_MESSAGE(pin.good(), "missing " << plan_path);
+    const auto plan = nlohmann::json::parse(pin);
+    const auto g = opfuse::graph::load_graph_json(std::string(OPFUSE_MODELS_DIR) + "/cpu/" + model + ".json");
+    std::set<std::string> outputs(g.outputs().begin(), g.outputs().end());
+    for (const auto& group : plan["groups"]) {
+      const auto& sched = group["schedule"];
+      std::set<std::string> roots;
+      for (const std::string s : sched["store"]) {
+        // A stored graph output is computed directly into its pipeline output "<name>_out".
+        const std::string root = outputs.count(s) && produces.count(s + "_out") ? s + "_out" : s;
+        CHECK_MESSAGE(produces.count(root), root << " is stored, so it must be produced");
+        roots.insert(root);
+      }
+      for (const std::string m : sched["inline"]) {
+        CHECK_MESSAGE(!produces.count(m), m << " is inlined, yet it has a produce block");
+      }
+      for (const std::string m : sched["compute_at"]) {
+        const auto range = produces.equal_range(m);
+        REQUIRE_MESSAGE(range.first != range.second, m << " is computed at a tile, yet never produced");
+        for (auto it = range.first; it != range.second; ++it) {
+          bool inside = false;
+          for (const auto& r : roots) {
+            inside = inside || it->second.section.find("_par_for_" + r + "_s0") != std::string::npos;
+            for (const auto& e : it->second.enclosing) inside = inside || e == r;
+          }
+          CHECK_MESSAGE(inside, m << " should be computed inside the tile loop of its root");
+        }
+      }
+    }
+    if (strategy == "unfused") {
+      for (const auto& n : g.nodes()) {
+        CHECK_MESSAGE(produces.count(n.name) + produces.count(n.name + "_out") > 0,
+                      n.name << " must be materialised when unfused");
+      }
+    }
+    ++checked;
+  }
+  CHECK(checked == 22);
+}
