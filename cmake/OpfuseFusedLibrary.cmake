@@ -3,7 +3,8 @@
 #     [MODEL <model name>]            # registry key; default: <name>
 #     STRATEGY fused | unfused | Mullapudi2016 | Adams2019 | Li2018 | Anderson2021
 #     TARGETS host [host-opencl] [host-cuda]
-#     [PROFILE <built-in profile | profile.json>])
+#     [PROFILE <built-in profile | profile.json>]
+#     [AUTOSCHEDULER_PARAMS <key=value>...])  # e.g. autoscheduler.beam_size=32
 #
 # Builds, at compile time, one Halide library per target from the graph with the generic graph
 # generator (generators/graph_generator.cpp), plus the plan JSON beside it
@@ -11,9 +12,11 @@
 # registers every kernel with opfuse's runtime registry. Link <name> and call
 #   opfuse::runtime::Registry::global().find(model, strategy, target).run(inputs, outputs)
 # or the generated C function <name>_<host|opencl|cuda>(...) directly (header <name>_<...>.h).
-# host-cuda is skipped, with a message, when the CUDA toolkit is absent.
+# host-cuda is skipped, with a message, when the CUDA toolkit is absent. Adams2019 and
+# Anderson2021 run greedily (beam_size=1) unless AUTOSCHEDULER_PARAMS says otherwise: their
+# default beam search takes minutes per model (255 s for the zoo's perception on 2 cores).
 function(opfuse_add_fused_library name)
-  cmake_parse_arguments(ARG "" "GRAPH;MODEL;STRATEGY;PROFILE" "TARGETS" ${ARGN})
+  cmake_parse_arguments(ARG "" "GRAPH;MODEL;STRATEGY;PROFILE" "TARGETS;AUTOSCHEDULER_PARAMS" ${ARGN})
   if (NOT ARG_GRAPH OR NOT ARG_STRATEGY OR NOT ARG_TARGETS)
     message(FATAL_ERROR "opfuse_add_fused_library(${name}): GRAPH, STRATEGY and TARGETS are required")
   endif ()
@@ -51,6 +54,14 @@ function(opfuse_add_fused_library name)
     set(extra "")
     if (ARG_STRATEGY IN_LIST autoschedulers)
       list(APPEND extra AUTOSCHEDULER Halide::${ARG_STRATEGY})
+      if (ARG_AUTOSCHEDULER_PARAMS)
+        list(APPEND params ${ARG_AUTOSCHEDULER_PARAMS})
+      elseif (ARG_STRATEGY STREQUAL "Adams2019" OR ARG_STRATEGY STREQUAL "Anderson2021")
+        list(APPEND params autoscheduler.beam_size=1)
+      endif ()
+    elseif (NOT ARG_STRATEGY STREQUAL "fused" AND NOT ARG_STRATEGY STREQUAL "unfused")
+      message(FATAL_ERROR "opfuse_add_fused_library(${name}): unknown STRATEGY '${ARG_STRATEGY}' "
+                          "(fused, unfused, ${autoschedulers})")
     endif ()
     if (suffix STREQUAL "cuda")
       list(APPEND extra DEVICE_CODE ${lib}_device_code)

@@ -1,4 +1,4 @@
-// Every zoo model's fused and unfused CUDA library: its PTX assembles with ptxas for sm_90
+// Every zoo model's fused, unfused and Anderson2021 CUDA library: its PTX assembles with ptxas for sm_90
 // (H200), and fusion lowers the number of GPU kernels.
 #include <doctest/doctest.h>
 
@@ -55,7 +55,8 @@ TEST_CASE("zoo CUDA kernels assemble for " OPFUSE_PTX_ARCH " and fusion cuts the
   }
   std::printf("GPU kernels per zoo model (unfused -> fused):\n");
   for (const auto& [model, k] : kernels) {
-    std::printf("  %-12s %2d -> %2d\n", model.c_str(), k.at("unfused"), k.at("fused"));
+    std::printf("  %-12s %2d -> %2d   (Anderson2021: %s)\n", model.c_str(), k.at("unfused"), k.at("fused"),
+                k.count("Anderson2021") ? std::to_string(k.at("Anderson2021")).c_str() : "not built");
     CHECK(k.at("fused") <= k.at("unfused"));
   }
   CHECK(kernels["cbr_pool"]["unfused"] == 4);
