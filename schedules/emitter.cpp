@@ -99,59 +99,61 @@ class Emitter {
     }
   }
 
-  // Register-blocked accumulator update of a matmul / linear (columns innermost).
-  void block_matmul(Func acc) {
-    std::vector<Var> a = acc.args();
-    if (gpu_ || a.size() < 2) return;
-    RVar k = acc.rvars(0)[0];
-    Var n = a[0], m = a[1], no("no"), nb("nb"), nio("nio"), ni("ni"), mo("mo"), mi("mi");
-    acc.vectorize(n, vec_, TailStrategy::GuardWithIf);
-    acc.update()
-        .split(n, no, nb, vec_ * kBlockVectors, TailStrategy::GuardWithIf)
-        .split(nb, nio, ni, vec_, TailStrategy::GuardWithIf)
-        .split(m, mo, mi, kBlockRows, TailStrategy::GuardWithIf)
-        .reorder(ni, nio, mi, k, no, mo)
-        .vectorize(ni)
-        .unroll(nio)
-        .unroll(mi);
-  }
-
-  // Register-blocked conv accumulator. NHWC: output channels vectorised (weights repacked so
-  // channel vectors are contiguous), pixels along W unrolled. NCHW: pixels along W vectorised,
-  // output channels unrolled, weights broadcast.
-  void block_conv(const graph::Node& n, Func acc) {
+  // Register blocking of an anchor (conv, matmul, linear). The node's Func N is computed in
+  // blocks of 2 vectors x 4 rows (8 accumulator vectors: enough to cover a 4-cycle FMA
+  // latency on 2 FMA pipes), and its accumulator is computed per block, so the accumulator is
+  // a small stack array that LLVM keeps in registers while the reduction loops run inside:
+  //
+  //   for each block of N:                    matmul/linear: 2 column vectors x 4 rows
+  //     acc[block] = init                     conv NHWC: 2 channel vectors x 4 pixels
+  //     for r (k, or ci/kw/kh):               conv NCHW: 1 pixel vector x 8 channels
+  //                                           (smaller where the tensor is smaller)
+  //       acc[block] += a(r) * b(r)   <- 8 vector FMAs, one broadcast, two vector loads
+  //     N[block] = acc[block]
+  void block_anchor(const graph::Node& n, Func node_func, Func acc) {
     if (gpu_) return;
-    const graph::Tensor& x = ig_.graph().tensor(n.inputs[0]);
-    const graph::Tensor& w = ig_.graph().tensor(n.inputs[1]);
-    const graph::Window2d win = graph::conv2d_window(n, x, w);
-    std::vector<Var> a = acc.args();  // Halide order of the output layout
-    std::vector<RVar> r = acc.rvars(0);  // ci, kh, kw
-    if (win.layout == graph::Layout::NHWC) {
-      Var c = a[0], px = a[1], co("co"), cb("cb"), cio("cio"), ci("ci"), xo("xo"), xi("xi");
-      acc.vectorize(c, vec_, TailStrategy::GuardWithIf);
-      acc.update()
-          .split(c, co, cb, vec_ * kBlockVectors, TailStrategy::GuardWithIf)
-          .split(cb, cio, ci, vec_, TailStrategy::GuardWithIf)
-          .split(px, xo, xi, kBlockRows, TailStrategy::GuardWithIf)
-          .reorder({ci, cio, xi, r[0], r[2], r[1], co, xo})
-          .vectorize(ci)
-          .unroll(cio)
-          .unroll(xi);
-      // Weights [Cout, Cin, KH, KW] stored with Cout innermost: one contiguous vector load
-      // per (ci, kh, kw) instead of a gather.
+    const graph::Shape& shape = tensor_of(n.name).shape;
+    std::vector<Var> a = node_func.args();
+    std::vector<RVar> r = acc.rvars(0);
+    bool nchw = false;
+    if (n.op == "conv2d") {
+      const graph::Tensor& x = ig_.graph().tensor(n.inputs[0]);
+      nchw = graph::conv2d_window(n, x, ig_.graph().tensor(n.inputs[1])).layout == graph::Layout::NCHW;
+    }
+    // The vector dim and the unrolled dim, and their extents.
+    const size_t vd = 0, ud = nchw ? 2 : 1;
+    if (a.size() <= ud) return;
+    const int64_t ve = shape[shape.size() - 1 - vd], ue = shape[shape.size() - 1 - ud];
+    // Block sizes that fit the extents: the block never needs a tail (ShiftInwards moves the
+    // last block back), so the accumulator's region is a constant and LLVM keeps it in
+    // registers.
+    const int vecs = nchw ? 1 : (ve >= int64_t(vec_) * kBlockVectors ? kBlockVectors : 1);
+    const int vw = ve >= vec_ ? vec_ : 1;
+    const int rows_wanted = nchw ? kBlockRows * kBlockVectors : kBlockRows;
+    const int rows = ue >= rows_wanted ? rows_wanted : 1;
+    const int width = vw * vecs;
+    Var o1("bo1"), i1("bi1"), v1("bv1"), i2("bi2"), o2("bo2"), q1("bq1");
+    node_func.split(a[vd], o1, i1, width).split(i1, v1, i2, vw).split(a[ud], o2, q1, rows)
+        .reorder(i2, v1, q1, o1, o2).vectorize(i2).unroll(v1).unroll(q1);
+    acc.compute_at(node_func, o1).bound_extent(a[vd], width).bound_extent(a[ud], rows);
+    Var p1("pa1"), q2("pq2"), p3("pa3"), q3("pq3");
+    acc.split(a[vd], p1, q2, vw).vectorize(q2).unroll(p1).unroll(a[ud]);
+    std::vector<VarOrRVar> order{q3, p3, a[ud]};
+    if (n.op != "conv2d") {
+      order.push_back(r[0]);                          // k
+    } else if (nchw) {
+      order.insert(order.end(), {r[2], r[1], r[0]});  // kw, kh, ci
+    } else {
+      order.insert(order.end(), {r[0], r[2], r[1]});  // ci innermost: contiguous NHWC reads
+    }
+    acc.update().split(a[vd], p3, q3, vw).reorder(order).vectorize(q3).unroll(p3).unroll(a[ud]);
+    if (n.op == "conv2d" && !nchw) {
+      // Weights [Cout, Cin, KH, KW] stored with Cout innermost: one contiguous vector load per
+      // (ci, kh, kw) instead of a gather.
       Func weights = p_.lowered->tensors.at(n.inputs[1]);
       Func packed = weights.in(acc);
       std::vector<Var> wa = packed.args();  // kw, kh, ci, co
       packed.compute_root().reorder_storage(wa[3], wa[0], wa[1], wa[2]);
-    } else {
-      Var px = a[0], c = a[2], xo("xo"), xi("xi"), co("co"), cb("cb");
-      acc.vectorize(px, vec_, TailStrategy::GuardWithIf);
-      acc.update()
-          .split(px, xo, xi, vec_, TailStrategy::GuardWithIf)
-          .split(c, co, cb, kBlockRows * kBlockVectors, TailStrategy::GuardWithIf)
-          .reorder({xi, cb, r[2], r[1], r[0], xo, co})
-          .vectorize(xi)
-          .unroll(cb);
     }
   }
 
@@ -180,14 +182,12 @@ class Emitter {
         f.gpu_tile(fused, Var(f.name() + "_b"), Var(f.name() + "_t"), 64, TailStrategy::GuardWithIf);
         continue;
       }
-      f.compute_at(at);
-      if (role == "acc" && (n.op == "matmul" || n.op == "linear")) {
-        block_matmul(f);
-      } else if (role == "acc" && n.op == "conv2d") {
-        block_conv(n, f);
-      } else {
-        vectorize_inner(f);
+      if (role == "acc" && !gpu_) {
+        block_anchor(n, ln.output(), f);  // computed per register block of the node
+        continue;
       }
+      f.compute_at(at);
+      vectorize_inner(f);
     }
   }
 
@@ -205,14 +205,19 @@ class Emitter {
       auto out = output_of_.find(t.name);
       bool outside_consumers = false;
       for (size_t c : ig_.consumers(t.name)) outside_consumers = outside_consumers || !members.count(ig_.node(c).name);
+      const bool anchor = is_blocked_anchor(name);
       if (out != output_of_.end() && !outside_consumers) {
-        ln.output().compute_inline();  // the Output computes it directly
-        root = p_.outputs[out->second];
+        root = p_.outputs[out->second];  // the Output computes it directly
         rooted_outputs_.insert(out->second);
+        if (!anchor) ln.output().compute_inline();
+      } else if (anchor) {
+        root = ln.output().in();  // a root wrapper; the anchor's blocks run inside its tiles
+        root.compute_root();
       } else {
         root.compute_root();
       }
       const LoopLevel at = root_schedule(root, t.shape, g.intent.tile_fraction);
+      if (anchor) ln.output().compute_at(at);
       level.emplace(name, at);
       schedule_helpers(ln, at);
     }
@@ -228,9 +233,11 @@ class Emitter {
       // kernels (softmax, layer norm) that run before the root; in such groups those
       // members get their own kernel. Elementwise members still inline.
       if (roots.size() != 1 || (gpu_ && !inlined && has_row_statistics(g))) {
-        Func f = ln.output();
+        const bool anchor = is_blocked_anchor(name);
+        Func f = anchor ? ln.output().in() : ln.output();
         f.compute_root();
         const LoopLevel at = root_schedule(f, tensor_of(name).shape, g.intent.tile_fraction);
+        if (anchor) ln.output().compute_at(at);
         schedule_helpers(ln, at);
         continue;
       }
@@ -239,10 +246,16 @@ class Emitter {
         ln.output().compute_inline();
       } else {
         ln.output().compute_at(at);
-        vectorize_inner(ln.output());
+        if (!is_blocked_anchor(name)) vectorize_inner(ln.output());
       }
       schedule_helpers(ln, at);
     }
+  }
+
+  // Anchors whose accumulators are register-blocked (CPU targets).
+  bool is_blocked_anchor(const std::string& name) const {
+    const std::string& op = ig_.node(index_.at(name)).op;
+    return !gpu_ && (op == "conv2d" || op == "matmul" || op == "linear");
   }
 
   bool has_row_statistics(const fusion::FusedGroup& g) const {

@@ -1,0 +1,41 @@
+#include "bench/zoo_model.h"
+
+#include <algorithm>
+
+#include "fusion/graph/indexed_graph.h"
+#include "fusion/graph/json_io.h"
+#include "fusion/planner/planner.h"
+
+namespace opfuse::bench {
+
+ZooCase::ZooCase(const std::string& models_dir, const std::string& model, const fusion::HardwareProfile& profile)
+    : graph(graph::load_graph_json(models_dir + "/cpu/" + model + ".json")) {
+  inputs = graph::random_inputs(graph, 3);
+  params = graph::param_values(graph);
+  for (const auto& n : graph.inputs()) ins.push_back(runtime::Tensor::f32(inputs[n].data.data(), inputs[n].shape));
+  for (const auto& n : graph.params()) ins.push_back(runtime::Tensor::f32(params[n].data.data(), params[n].shape));
+  for (const auto& n : graph.outputs()) {
+    outputs[n] = graph::HostTensor(graph.tensor(n).shape);
+    outs.push_back(runtime::Tensor::f32(outputs[n].data.data(), outputs[n].shape));
+  }
+  const graph::IndexedGraph ig(graph);
+  for (size_t i = 0; i < ig.size(); ++i) flops += fusion::op_stats(ig, i).flops;
+  for (const auto& n : graph.inputs()) compulsory_bytes += ig.bytes(n);
+  for (const auto& n : graph.params()) compulsory_bytes += ig.bytes(n);
+  for (const auto& n : graph.outputs()) compulsory_bytes += ig.bytes(n);
+  const fusion::RooflineCostModel model_(profile);
+  const fusion::FusionPlan fused = fusion::plan_fusion(graph, model_);
+  fusion::PlannerOptions off;
+  off.enable_fusion = false;
+  const fusion::FusionPlan unfused = fusion::plan_fusion(graph, model_, off);
+  predicted_fused_s = fused.fused_time_s;
+  predicted_unfused_s = unfused.fused_time_s;
+  kernels_fused = fused.kernels_fused();
+  kernels_unfused = unfused.kernels_fused();
+}
+
+double ZooCase::roofline_s(double peak, double bw) const {
+  return std::max(flops / peak, compulsory_bytes / bw);
+}
+
+}  // namespace opfuse::bench

@@ -1,0 +1,30 @@
+// What the benchmarks and the report need to know about a zoo model under a strategy: its
+// graph, inputs and params held in memory, output buffers, and the cost model's view.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "fusion/graph/graph.h"
+#include "fusion/graph/host_tensor.h"
+#include "fusion/hardware/profile.h"
+#include "runtime/kernel.h"
+
+namespace opfuse::bench {
+
+struct ZooCase {
+  graph::Graph graph;
+  graph::TensorMap inputs, params, outputs;
+  std::vector<runtime::Tensor> ins, outs;
+  double flops = 0;              // sum of the ops' FLOPs
+  double compulsory_bytes = 0;   // graph inputs + params + outputs: what any schedule must move
+  double predicted_fused_s = 0;  // the planner's prediction for the fused plan
+  double predicted_unfused_s = 0;
+  int kernels_fused = 0, kernels_unfused = 0;
+
+  ZooCase(const std::string& models_dir, const std::string& model, const fusion::HardwareProfile& profile);
+  // The roofline bound of the whole model: max(FLOPs / P_peak, bytes / B).
+  double roofline_s(double peak_flops, double bandwidth_Bps) const;
+};
+
+}  // namespace opfuse::bench
