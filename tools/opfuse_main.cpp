@@ -1,5 +1,5 @@
 // opfuse: the command line.
-//   opfuse demo                 run a fused kernel and check it against C++
+//   opfuse demo                 the zoo: plans, checks, timings against the roofline, report
 //   opfuse check GRAPH [--run]  validate a graph file (.json or .onnx) and describe it
 //   opfuse zoo --out DIR        write the built-in model zoo as graph files
 //   opfuse plan GRAPH           plan fusion and explain it
@@ -9,17 +9,20 @@
 #include <exception>
 #include <iostream>
 
-#include "tools/demo.h"
+#include "tools/report.h"
 #include "tools/graph_commands.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"opfuse: an operator-fusion compiler built on Halide"};
   app.require_subcommand(1);
 
-  opfuse::tools::DemoOptions demo;
-  CLI::App* demo_cmd = app.add_subcommand("demo", "run a fused kernel and check it against C++");
-  demo_cmd->add_option("--elements", demo.elements, "tensor size")->check(CLI::Range(1, 1 << 28));
-  demo_cmd->add_option("--repeats", demo.repeats, "timed calls")->check(CLI::Range(1, 10000));
+  opfuse::tools::ReportOptions demo;
+  demo.models_dir = OPFUSE_MODELS_DIR;
+  CLI::App* demo_cmd = app.add_subcommand(
+      "demo", "the zoo: plan, check against the reference, and time fused vs unfused vs autoschedulers");
+  demo_cmd->add_option("--out", demo.out_dir, "report folder");
+  demo_cmd->add_option("--model", demo.only, "only this zoo model");
+  demo_cmd->add_option("--seconds", demo.seconds_per_kernel, "timing budget per kernel")->check(CLI::Range(0.01, 60.0));
 
   std::string graph_path;
   bool run_reference = false;
@@ -51,7 +54,7 @@ int main(int argc, char** argv) {
 
   CLI11_PARSE(app, argc, argv);
   try {
-    if (*demo_cmd) return opfuse::tools::run_demo(demo);
+    if (*demo_cmd) return opfuse::tools::run_report(demo);
     if (*check_cmd) return opfuse::tools::check_graph(graph_path, run_reference);
     if (*zoo_cmd) return opfuse::tools::write_zoo(zoo_dir);
     if (*plan_cmd) return opfuse::tools::plan_command(plan);

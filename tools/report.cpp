@@ -1,0 +1,171 @@
+#include "tools/report.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "bench/zoo_model.h"
+#include "fusion/hardware/calibrate.h"
+#include "fusion/planner/planner.h"
+#include "fusion/reference/compare.h"
+#include "fusion/reference/executor.h"
+#include "runtime/pool_allocator.h"
+
+namespace opfuse::tools {
+
+namespace fs = std::filesystem;
+using json = nlohmann::ordered_json;
+
+namespace {
+
+// Same tolerance as the zoo tests (tests/kernel_check.h): f32 reductions of <= 1024 terms
+// against a double reference, FMA contraction and reordering included.
+constexpr reference::Tolerance kTolerance{1e-4, 2e-4};
+
+struct Timing {
+  double median_s = 0, p99_s = 0;
+};
+
+Timing time_kernel(const runtime::Kernel& k, bench::ZooCase& c, double budget_s) {
+  for (int i = 0; i < 2; ++i) k.run(c.ins, c.outs);  // warm-up: pool, caches, thread pool
+  std::vector<double> t;
+  const auto start = std::chrono::steady_clock::now();
+  while (t.size() < 5 || (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() < budget_s &&
+                          t.size() < 2000)) {
+    const auto t0 = std::chrono::steady_clock::now();
+    k.run(c.ins, c.outs);
+    t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::sort(t.begin(), t.end());
+  return {t[t.size() / 2], t[std::min(t.size() - 1, size_t(double(t.size()) * 0.99))]};
+}
+
+// unfused first: the others are reported as speed-ups over it.
+const std::vector<std::string> kStrategies = {"unfused", "fused", "Mullapudi2016", "Adams2019", "Li2018"};
+
+}  // namespace
+
+int run_report(const ReportOptions& o) {
+  runtime::use_pooled_allocator();
+  const int threads = int(std::max(1u, std::thread::hardware_concurrency()));
+  std::printf("opfuse: fused vs unfused vs Halide's autoschedulers on the model zoo (host CPU)\n");
+  std::printf("measuring this machine's roofline ...\n");
+  const double peak = fusion::measure_fma_peak_flops(threads, 0.3);
+  const double bw = fusion::measure_bandwidth_Bps(size_t(256) << 20, threads, 0.3);
+  std::printf("  FMA peak %.0f GFLOP/s, DRAM bandwidth %.1f GB/s (%d cores)\n\n", peak / 1e9, bw / 1e9, threads);
+
+  const fusion::HardwareProfile profile = fusion::builtin_profile("epyc-avx512-2c");
+  fs::create_directories(fs::path(o.out_dir) / "plans");
+  std::vector<std::string> models;
+  for (const runtime::Kernel* k : runtime::Registry::global().all()) {
+    if (k->target() == "host" && std::find(models.begin(), models.end(), k->model()) == models.end() &&
+        (o.only.empty() || o.only == k->model())) {
+      models.push_back(k->model());
+    }
+  }
+  if (models.empty()) {
+    std::fprintf(stderr, "opfuse: no zoo kernel named '%s' is built in\n", o.only.c_str());
+    return 1;
+  }
+
+  json results = json::array();
+  bool all_ok = true;
+  std::string table;
+  char line[512];
+  std::snprintf(line, sizeof line, "%-12s %-14s %10s %8s %8s %9s %8s %11s  %s\n", "model", "strategy", "time us",
+                "vs unf.", "GB/s", "GFLOP/s", "%roof", "predicted", "check");
+  table += line;
+  std::printf("%s", line);
+  for (const std::string& model : models) {
+    bench::ZooCase c(o.models_dir, model, profile);
+    // The plan, with its reasons, beside the results.
+    const fusion::RooflineCostModel cost(profile);
+    const fusion::FusionPlan plan = fusion::plan_fusion(c.graph, cost);
+    std::ofstream(fs::path(o.out_dir) / "plans" / (model + ".plan.json")) << fusion::plan_to_json(plan);
+    std::ofstream(fs::path(o.out_dir) / "plans" / (model + ".dot")) << fusion::plan_to_dot(plan, c.graph);
+    std::ofstream(fs::path(o.out_dir) / "plans" / (model + ".txt")) << fusion::plan_to_table(plan);
+    const graph::TensorMap want = reference::run(c.graph, c.inputs, c.params);
+
+    double unfused_s = 0;
+    for (const std::string& strategy : kStrategies) {
+      const runtime::Kernel* k = nullptr;
+      try {
+        k = &runtime::Registry::global().find(model, strategy, "host");
+      } catch (const std::out_of_range&) {
+        continue;
+      }
+      const Timing t = time_kernel(*k, c, o.seconds_per_kernel);
+      // Correctness of the last call's outputs against the reference executor.
+      bool ok = true;
+      std::string worst;
+      for (const auto& out : c.graph.outputs()) {
+        const reference::Comparison cmp = reference::compare(c.outputs[out].data, want.at(out).data, kTolerance);
+        ok = ok && cmp.ok();
+        if (!cmp.ok()) worst = cmp.summary();
+      }
+      all_ok = all_ok && ok;
+      if (strategy == "unfused") unfused_s = t.median_s;
+      const double predicted = strategy == "fused" ? c.predicted_fused_s : strategy == "unfused" ? c.predicted_unfused_s : 0;
+      json r{{"model", model},
+             {"strategy", strategy},
+             {"median_s", t.median_s},
+             {"p99_s", t.p99_s},
+             {"gflops", c.flops / t.median_s / 1e9},
+             {"gbps", c.compulsory_bytes / t.median_s / 1e9},
+             {"flops", c.flops},
+             {"bytes", c.compulsory_bytes},
+             {"roofline_fraction", c.roofline_s(peak, bw) / t.median_s},
+             {"predicted_s", predicted},
+             {"kernels", strategy == "fused" ? c.kernels_fused : strategy == "unfused" ? c.kernels_unfused : 0},
+             {"matches_reference", ok}};
+      results.push_back(r);
+      char pred[32] = "-";
+      if (predicted > 0) std::snprintf(pred, sizeof pred, "%.0f us", predicted * 1e6);
+      char speedup[16];
+      std::snprintf(speedup, sizeof speedup, "x%.2f", unfused_s > 0 ? unfused_s / t.median_s : 0.0);
+      std::snprintf(line, sizeof line, "%-12s %-14s %10.1f %8s %8.2f %9.1f %7.1f%% %11s  %s\n", model.c_str(),
+                    strategy.c_str(), t.median_s * 1e6, speedup, c.compulsory_bytes / t.median_s / 1e9,
+                    c.flops / t.median_s / 1e9, 100 * c.roofline_s(peak, bw) / t.median_s, pred,
+                    ok ? "ok" : ("MISMATCH " + worst).c_str());
+      table += line;
+      std::printf("%s", line);
+      std::fflush(stdout);
+    }
+    // Speed-ups vs unfused, now that unfused is known.
+    for (auto& r : results) {
+      if (r["model"] == model && unfused_s > 0) r["speedup_vs_unfused"] = unfused_s / r["median_s"].get<double>();
+    }
+  }
+
+  // Summary: speed-up table and the plans' explanations.
+  std::ofstream md(fs::path(o.out_dir) / "summary.md");
+  md << "# opfuse report\n\nRoofline measured in this run: FMA peak " << int(peak / 1e9) << " GFLOP/s, DRAM "
+     << bw / 1e9 << " GB/s, " << threads << " cores.\n\n"
+     << "| model | strategy | median us | speed-up vs unfused | GB/s | GFLOP/s | % of roofline | predicted us | "
+        "matches reference |\n|---|---|---|---|---|---|---|---|---|\n";
+  for (const auto& r : results) {
+    const double sp = r.value("speedup_vs_unfused", 0.0);
+    md << "| " << r["model"].get<std::string>() << " | " << r["strategy"].get<std::string>() << " | "
+       << r["median_s"].get<double>() * 1e6 << " | " << sp << " | " << r["gbps"].get<double>() << " | "
+       << r["gflops"].get<double>() << " | " << 100 * r["roofline_fraction"].get<double>() << " | "
+       << r["predicted_s"].get<double>() * 1e6 << " | " << (r["matches_reference"].get<bool>() ? "yes" : "NO")
+       << " |\n";
+  }
+  md << "\nPlans (`plans/<model>.txt`, `.plan.json`, `.dot`) explain every fused group.\n";
+  std::ofstream(fs::path(o.out_dir) / "results.json")
+      << json{{"peak_flops", peak}, {"dram_bandwidth_Bps", bw}, {"cores", threads}, {"results", results}}.dump(2)
+      << "\n";
+  std::printf("\nwrote %s/results.json, %s/summary.md, %s/plans/\n", o.out_dir.c_str(), o.out_dir.c_str(),
+              o.out_dir.c_str());
+  std::printf("%s\n", all_ok ? "every kernel matches the reference executor"
+                             : "SOME KERNELS DO NOT MATCH THE REFERENCE (see the check column)");
+  return all_ok ? 0 : 1;
+}
+
+}  // namespace opfuse::tools

@@ -1,0 +1,19 @@
+#pragma once
+
+#include <string>
+
+namespace opfuse::tools {
+
+struct ReportOptions {
+  std::string models_dir;          // models/ of the source tree
+  std::string out_dir = "report";  // results.json, summary.md, plans/
+  double seconds_per_kernel = 0.25;
+  std::string only;                // run only this model (empty: the whole zoo)
+};
+
+// The main job: plans every zoo model, checks each host kernel against the reference
+// executor, times every strategy against the roofline measured in the same run, prints a
+// table and writes the report folder. Returns 0 when every check passed.
+int run_report(const ReportOptions& options);
+
+}  // namespace opfuse::tools
