@@ -80,8 +80,10 @@ class GraphGenerator : public Generator<GraphGenerator> {
       Region r;
       for (auto it = s.rbegin(); it != s.rend(); ++it) r.emplace_back(0, int(*it));
       in->set_estimates(r);
+      for (size_t d = 0; d < s.size(); ++d) in->dim(int(d)).set_bounds(0, int(s[s.size() - 1 - d]));
     }
     schedules::set_output_estimates(pipe);
+    schedules::bound_outputs(pipe);  // static shapes: exact regions, no over-approximation
 
     // --- Schedule --------------------------------------------------------------------
     const std::string strat = strategy;

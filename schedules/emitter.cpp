@@ -47,7 +47,9 @@ class Emitter {
 
   // --- roots --------------------------------------------------------------------------
   // Schedules a group root; returns the loop level at which its members are computed.
-  LoopLevel root_schedule(Func r, const graph::Shape& shape, double tile_fraction) {
+  // `multiple`: tiles cover a multiple of this many rows of the fused outer dims, so that a
+  // register-blocked anchor inside always sees whole rows (its blocks never straddle a tile).
+  LoopLevel root_schedule(Func r, const graph::Shape& shape, double tile_fraction, int64_t multiple = 1) {
     std::vector<Var> args = r.args();
     const int k = int(args.size());
     std::vector<int64_t> ext(shape.rbegin(), shape.rend());  // Halide order
@@ -85,6 +87,7 @@ class Emitter {
     // Tile rows from the cost model's working-set fraction, at least 2 tiles per core.
     int64_t rows = std::max<int64_t>(1, int64_t(std::floor(double(outer_ext) * tile_fraction)));
     rows = std::min<int64_t>(rows, std::max<int64_t>(1, (outer_ext + 2 * cores_ - 1) / (2 * cores_)));
+    rows = std::min(outer_ext, (rows + multiple - 1) / multiple * multiple);
     r.split(outer, to, ti, int(rows), TailStrategy::GuardWithIf).parallel(to);
     if (v > 1) r.vectorize(args[0], v, TailStrategy::GuardWithIf);
     return LoopLevel(r, to);
@@ -133,8 +136,12 @@ class Emitter {
     const int rows = ue >= rows_wanted ? rows_wanted : 1;
     const int width = vw * vecs;
     Var o1("bo1"), i1("bi1"), v1("bv1"), i2("bi2"), o2("bo2"), q1("bq1");
-    node_func.split(a[vd], o1, i1, width).split(i1, v1, i2, vw).split(a[ud], o2, q1, rows)
-        .reorder(i2, v1, q1, o1, o2).vectorize(i2).unroll(v1).unroll(q1);
+    node_func.split(a[vd], o1, i1, width).split(i1, v1, i2, vw).split(a[ud], o2, q1, rows);
+    // The block (i2, v1, q1) innermost, then the block loops; NCHW's H lies between W and C.
+    std::vector<VarOrRVar> block_order{i2, v1, q1, o1};
+    for (size_t d = vd + 1; d < ud; ++d) block_order.push_back(a[d]);
+    block_order.push_back(o2);
+    node_func.reorder(block_order).vectorize(i2).unroll(v1).unroll(q1);
     acc.compute_at(node_func, o1).bound_extent(a[vd], width).bound_extent(a[ud], rows);
     Var p1("pa1"), q2("pq2"), p3("pa3"), q3("pq3");
     acc.split(a[vd], p1, q2, vw).vectorize(q2).unroll(p1).unroll(a[ud]);
@@ -196,6 +203,29 @@ class Emitter {
     const std::set<std::string> stored(g.intent.stored.begin(), g.intent.stored.end());
     std::map<std::string, LoopLevel> level;  // root node -> its tile level
 
+    // Rows of the root a tile must hold whole when the group holds a register-blocked anchor:
+    // W (and C for NCHW) for convs, a block of rows for matmuls, so that no block straddles a
+    // tile edge.
+    auto tile_multiple = [&](const graph::Shape& root_shape) -> int64_t {
+      int64_t m = 1;
+      for (const auto& name : g.nodes) {
+        if (!is_blocked_anchor(name) || root_shape.size() < 2) continue;
+        const graph::Node& n = ig_.node(index_.at(name));
+        bool nchw = false;
+        if (n.op == "conv2d") {
+          nchw = graph::conv2d_window(n, ig_.graph().tensor(n.inputs[0]), ig_.graph().tensor(n.inputs[1])).layout ==
+                 graph::Layout::NCHW;
+        }
+        int64_t rows = root_shape[root_shape.size() - 2];
+        if (nchw && root_shape.size() >= 3) rows *= root_shape[root_shape.size() - 3];
+        // A matmul's row blocks only need tiles aligned to the block, which keeps row tiles
+        // (and so both cores) available when there is no batch dimension.
+        if (n.op != "conv2d" && rows % kBlockRows == 0) rows = kBlockRows;
+        m = std::max(m, rows);
+      }
+      return m;
+    };
+
     // Step 1: roots, one per stored node.
     for (const auto& name : g.nodes) {
       if (!stored.count(name)) continue;
@@ -216,7 +246,7 @@ class Emitter {
       } else {
         root.compute_root();
       }
-      const LoopLevel at = root_schedule(root, t.shape, g.intent.tile_fraction);
+      const LoopLevel at = root_schedule(root, t.shape, g.intent.tile_fraction, tile_multiple(t.shape));
       if (anchor) ln.output().compute_at(at);
       level.emplace(name, at);
       schedule_helpers(ln, at);
@@ -236,7 +266,8 @@ class Emitter {
         const bool anchor = is_blocked_anchor(name);
         Func f = anchor ? ln.output().in() : ln.output();
         f.compute_root();
-        const LoopLevel at = root_schedule(f, tensor_of(name).shape, g.intent.tile_fraction);
+        const LoopLevel at =
+            root_schedule(f, tensor_of(name).shape, g.intent.tile_fraction, tile_multiple(tensor_of(name).shape));
         if (anchor) ln.output().compute_at(at);
         schedule_helpers(ln, at);
         continue;
@@ -304,6 +335,15 @@ class Emitter {
 
 void apply_plan(const Pipeline& p, const fusion::FusionPlan& plan, const Target& target, int cores) {
   Emitter(p, plan, target, cores).run();
+}
+
+void bound_outputs(const Pipeline& p) {
+  for (size_t i = 0; i < p.outputs.size(); ++i) {
+    const graph::Shape& s = p.graph->tensor(p.graph->outputs()[i]).shape;
+    Func f = p.outputs[i];
+    std::vector<Var> args = f.args();
+    for (size_t d = 0; d < args.size(); ++d) f.bound(args[d], 0, int(s[s.size() - 1 - d]));
+  }
 }
 
 void set_output_estimates(const Pipeline& p) {

@@ -43,4 +43,9 @@ void apply_plan(const Pipeline& p, const fusion::FusionPlan& plan, const Halide:
 // Sets bounds estimates on every output from the graph's shapes (the autoschedulers need them).
 void set_output_estimates(const Pipeline& p);
 
+// Declares every output's extents as the graph's static shapes. Halide then infers exact,
+// constant regions instead of over-approximating through fused, guarded loops (which can
+// claim reads before an input's start), and drops the checks that constant shapes make moot.
+void bound_outputs(const Pipeline& p);
+
 }  // namespace opfuse::schedules

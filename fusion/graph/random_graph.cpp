@@ -11,7 +11,7 @@ Graph random_graph(uint64_t seed, const RandomGraphOptions& o) {
   auto pick = [&](size_t n) { return size_t(rng() % n); };
   GraphBuilder g("random_" + std::to_string(seed));
   const int64_t S = o.spatial;
-  std::vector<std::string> recent{g.input("x", {1, 4, S, S}, Layout::NCHW)};
+  std::vector<std::string> recent{g.input("x", {1, o.channels, S, S}, Layout::NCHW)};
   std::vector<bool> consumed{false};  // per entry of `recent`
   auto channels = [&](const std::string& t) { return g.shape(t)[1]; };
   auto choose = [&]() {
@@ -28,7 +28,7 @@ Graph random_graph(uint64_t seed, const RandomGraphOptions& o) {
       case 2: y = g.sigmoid(x); break;
       case 3: y = g.batch_norm(x); break;
       case 4: {
-        const int64_t cout = pick(2) ? 4 : 8, k = pick(2) ? 3 : 1;
+        const int64_t cout = pick(3) == 0 ? o.channels : (pick(2) ? 4 : 8), k = pick(2) ? 3 : 1;
         Conv2dOptions c;
         c.pads = {k / 2, k / 2, k / 2, k / 2};
         y = g.conv2d(x, g.param("w" + std::to_string(i), {cout, channels(x), k, k}), c);
