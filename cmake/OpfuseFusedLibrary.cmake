@@ -4,6 +4,7 @@
 #     STRATEGY fused | unfused | Mullapudi2016 | Adams2019 | Li2018 | Anderson2021
 #     TARGETS host [host-opencl] [host-cuda]
 #     [PROFILE <built-in profile | profile.json>]
+#     [PLAN <plan.json>]              # fused only: build these groups instead of the planner's
 #     [AUTOSCHEDULER_PARAMS <key=value>...])  # e.g. autoscheduler.beam_size=32
 #
 # Builds, at compile time, one Halide library per target from the graph with the generic graph
@@ -16,7 +17,7 @@
 # Anderson2021 run greedily (beam_size=1) unless AUTOSCHEDULER_PARAMS says otherwise: their
 # default beam search takes minutes per model (255 s for the zoo's perception on 2 cores).
 function(opfuse_add_fused_library name)
-  cmake_parse_arguments(ARG "" "GRAPH;MODEL;STRATEGY;PROFILE" "TARGETS;AUTOSCHEDULER_PARAMS" ${ARGN})
+  cmake_parse_arguments(ARG "" "GRAPH;MODEL;STRATEGY;PROFILE;PLAN" "TARGETS;AUTOSCHEDULER_PARAMS" ${ARGN})
   if (NOT ARG_GRAPH OR NOT ARG_STRATEGY OR NOT ARG_TARGETS)
     message(FATAL_ERROR "opfuse_add_fused_library(${name}): GRAPH, STRATEGY and TARGETS are required")
   endif ()
@@ -51,6 +52,12 @@ function(opfuse_add_fused_library name)
     if (ARG_PROFILE)
       list(APPEND params profile=${ARG_PROFILE})
     endif ()
+    set(deps ${graph})
+    if (ARG_PLAN)
+      get_filename_component(plan "${ARG_PLAN}" ABSOLUTE)
+      list(APPEND params plan=${plan})
+      list(APPEND deps ${plan})
+    endif ()
     set(extra "")
     if (ARG_STRATEGY IN_LIST autoschedulers)
       list(APPEND extra AUTOSCHEDULER Halide::${ARG_STRATEGY})
@@ -68,7 +75,7 @@ function(opfuse_add_fused_library name)
     endif ()
     add_halide_library(${lib} FROM opfuse_generators GENERATOR opfuse_graph
                        TARGETS ${halide_target} USE_RUNTIME opfuse_halide_runtime
-                       PARAMS ${params} DEPENDS ${graph} STMT ${lib}_stmt ${extra})
+                       PARAMS ${params} DEPENDS ${deps} STMT ${lib}_stmt ${extra})
     set_property(TARGET ${lib} PROPERTY OPFUSE_STMT "${${lib}_stmt}")
     if (suffix STREQUAL "cuda")
       set_property(TARGET ${lib} PROPERTY OPFUSE_DEVICE_CODE "${${lib}_device_code}")

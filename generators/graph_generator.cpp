@@ -5,11 +5,13 @@
 //                    profile   hardware profile for the cost model (default: this CPU kind on
 //                              CPU targets, h200 on GPU targets)
 //                    plan_out  where to write the plan JSON (the decision log)
+//                    plan      a user's plan JSON to build instead of the planner's
 //
 // The C ABI of the generated function: every graph input, then every param (weights), in
 // declaration order, then every graph output, each a halide_buffer_t in row-major order
 // (Halide dimension 0 is the tensor's last axis); names are the tensor names made C-safe.
 #include <fstream>
+#include <sstream>
 #include <thread>
 
 #include "Halide.h"
@@ -30,6 +32,9 @@ class GraphGenerator : public Generator<GraphGenerator> {
   GeneratorParam<std::string> strategy{"strategy", "fused"};
   GeneratorParam<std::string> profile{"profile", ""};
   GeneratorParam<std::string> plan_out{"plan_out", ""};
+  // A plan JSON whose groups replace the planner's (strategy fused): opfuse checks them and
+  // schedules them as given.
+  GeneratorParam<std::string> plan_in{"plan", ""};
 
   void configure() {
     const std::string path = graph_file;
@@ -97,7 +102,22 @@ class GraphGenerator : public Generator<GraphGenerator> {
     const fusion::RooflineCostModel model(hw);
     fusion::PlannerOptions options;
     options.enable_fusion = strat == "fused";
-    const fusion::FusionPlan plan = fusion::plan_fusion(graph_, model, options);
+    const std::string user_plan = plan_in;
+    fusion::FusionPlan plan;
+    if (!user_plan.empty() && strat == "fused") {
+      std::ifstream in(user_plan);
+      _halide_user_assert(in.good()) << "opfuse graph generator: cannot read plan " << user_plan;
+      std::stringstream text;
+      text << in.rdbuf();
+      try {
+        plan = fusion::plan_from_user_groups(graph_, model,
+                                             fusion::user_groups_from_plan_json(text.str(), user_plan));
+      } catch (const std::exception& e) {
+        _halide_user_error << "opfuse graph generator: " << e.what() << "\n";
+      }
+    } else {
+      plan = fusion::plan_fusion(graph_, model, options);
+    }
     const std::string out = plan_out;
     if (!out.empty()) {
       std::ofstream f(out);

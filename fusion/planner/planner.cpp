@@ -11,6 +11,8 @@
 #include "fusion/graph/indexed_graph.h"
 #include "fusion/pattern/matcher.h"
 
+#include <nlohmann/json.hpp>
+
 namespace opfuse::fusion {
 
 using graph::IndexedGraph;
@@ -39,6 +41,46 @@ class Planner {
  public:
   Planner(const graph::Graph& g, const CostModel& m, const PlannerOptions& o)
       : ig_(g), model_(m), opt_(o), legal_(ig_, m, o.max_group_ops) {}
+
+  // A given partition instead of Steps 2-4: each group is formed as the planner would form
+  // a matched group, with the same legality checks.
+  FusionPlan run_user(const std::vector<UserGroup>& user) {
+    baseline();
+    std::map<std::string, size_t> index;
+    for (size_t i = 0; i < ig_.size(); ++i) index[ig_.node(i).name] = i;
+    std::vector<int> seen(ig_.size(), -1);
+    for (size_t gi = 0; gi < user.size(); ++gi) {
+      const std::string where = "user plan group " + std::to_string(gi);
+      std::vector<size_t> nodes;
+      for (const auto& name : user[gi].nodes) {
+        auto it = index.find(name);
+        if (it == index.end()) throw std::invalid_argument(where + ": no node named '" + name + "'");
+        if (seen[it->second] >= 0) {
+          throw std::invalid_argument(where + ": node '" + name + "' is already in group " +
+                                      std::to_string(seen[it->second]));
+        }
+        seen[it->second] = int(gi);
+        nodes.push_back(it->second);
+      }
+      if (nodes.empty()) throw std::invalid_argument(where + ": no nodes");
+      GroupEstimate est = model_.estimate(ig_, nodes);
+      FusionDecision d = nodes.size() > 1 ? legal_.can_form_group(nodes, est) : FusionDecision::yes();
+      Reorder reorder;
+      if (d && nodes.size() > 1) d = keeps_groups_acyclic(groups_of(nodes), reorder);
+      if (!d) throw std::invalid_argument(where + " {" + names(nodes) + "} is not legal: " + d.reason);
+      if (user[gi].tile_fraction > 0) est.tile_fraction = std::min(1.0, user[gi].tile_fraction);
+      if (nodes.size() > 1) {
+        form_group(nodes, est, "user", 0, "given by the user's plan", reorder);
+      } else {
+        groups_[group_of_[nodes[0]]].est = est;
+        groups_[group_of_[nodes[0]]].reasons = {"given by the user's plan"};
+      }
+    }
+    for (size_t i = 0; i < ig_.size(); ++i) {
+      if (seen[i] < 0) throw std::invalid_argument("user plan: node '" + ig_.node(i).name + "' is in no group");
+    }
+    return build_plan();
+  }
 
   FusionPlan run() {
     baseline();                        // Step 1
@@ -586,6 +628,45 @@ class Planner {
 
 FusionPlan plan_fusion(const graph::Graph& g, const CostModel& model, const PlannerOptions& options) {
   return Planner(g, model, options).run();
+}
+
+FusionPlan plan_from_user_groups(const graph::Graph& g, const CostModel& model,
+                                 const std::vector<UserGroup>& groups, const PlannerOptions& options) {
+  return Planner(g, model, options).run_user(groups);
+}
+
+std::vector<UserGroup> user_groups_from_plan_json(const std::string& text, const std::string& source) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw std::invalid_argument(source + ": not valid JSON: " + e.what());
+  }
+  if (!j.is_object() || !j.contains("groups") || !j["groups"].is_array()) {
+    throw std::invalid_argument(source + ": a plan needs a \"groups\" array");
+  }
+  std::vector<UserGroup> out;
+  for (size_t i = 0; i < j["groups"].size(); ++i) {
+    const auto& g = j["groups"][i];
+    const std::string where = source + ": groups[" + std::to_string(i) + "]";
+    if (!g.is_object() || !g.contains("nodes") || !g["nodes"].is_array()) {
+      throw std::invalid_argument(where + ": needs a \"nodes\" array");
+    }
+    UserGroup u;
+    for (const auto& n : g["nodes"]) {
+      if (!n.is_string()) throw std::invalid_argument(where + ": node names are strings");
+      u.nodes.push_back(n.get<std::string>());
+    }
+    if (g.contains("schedule") && g["schedule"].is_object() && g["schedule"].contains("tile_fraction")) {
+      const auto& t = g["schedule"]["tile_fraction"];
+      if (!t.is_number() || t.get<double>() <= 0 || t.get<double>() > 1) {
+        throw std::invalid_argument(where + ": schedule.tile_fraction must be in (0, 1]");
+      }
+      u.tile_fraction = t.get<double>();
+    }
+    out.push_back(std::move(u));
+  }
+  return out;
 }
 
 }  // namespace opfuse::fusion

@@ -41,4 +41,20 @@ struct PlannerOptions {
 FusionPlan plan_fusion(const graph::Graph& g, const CostModel& model,
                        const PlannerOptions& options = {});
 
+// A user's partition: groups of node names, optionally with a tile fraction each (0: the
+// cost model's). Read from a plan JSON ("groups": [{"nodes": [...], "schedule":
+// {"tile_fraction": f}}, ...]); a plan written by opfuse is a valid input, edited or not.
+struct UserGroup {
+  std::vector<std::string> nodes;
+  double tile_fraction = 0;
+};
+std::vector<UserGroup> user_groups_from_plan_json(const std::string& text, const std::string& source);
+
+// The plan for a user's partition, checked like the planner's own groups (every node once,
+// convex, acyclic between groups, no side effects, resources); std::invalid_argument names
+// the group and the reason when it is not legal. Estimates and intents come from the model.
+FusionPlan plan_from_user_groups(const graph::Graph& g, const CostModel& model,
+                                 const std::vector<UserGroup>& groups,
+                                 const PlannerOptions& options = {});
+
 }  // namespace opfuse::fusion

@@ -193,3 +193,29 @@ TEST_CASE("legality: stateful nodes are never fused, convexity, window inputs, r
   }
   CHECK(!lm.windows_read_private_inputs(relu_and_max));
 }
+
+TEST_CASE("a user's plan overrides the planner's groups, and illegal ones are refused") {
+  const Graph g = load("cbr_pool");
+  const RooflineCostModel model(builtin_profile("epyc-avx512-2c"));
+  // The planner's own plan JSON is a valid input and gives back the same groups.
+  const FusionPlan mine = plan_fusion(g, model);
+  const FusionPlan same = plan_from_user_groups(g, model, user_groups_from_plan_json(plan_to_json(mine), "p.json"));
+  CHECK(groups(same) == groups(mine));
+  // Pool kept apart, a smaller tile for the CBR group.
+  const auto edited = user_groups_from_plan_json(R"({"groups": [
+      {"nodes": ["conv2d_0", "batch_norm_0", "relu_0"], "schedule": {"tile_fraction": 0.25}},
+      {"nodes": ["max_pool_0"]}]})", "edited.json");
+  const FusionPlan p = plan_from_user_groups(g, model, edited);
+  CHECK(groups(p) == std::vector<std::vector<std::string>>{{"conv2d_0", "batch_norm_0", "relu_0"}, {"max_pool_0"}});
+  CHECK(p.groups[0].intent.tile_fraction == 0.25);
+  CHECK(p.groups[0].rule == "user");
+  // A non-convex group: conv and relu without the batch norm between them.
+  CHECK_THROWS_WITH_AS(plan_from_user_groups(g, model, user_groups_from_plan_json(R"({"groups": [
+      {"nodes": ["conv2d_0", "relu_0"]}, {"nodes": ["batch_norm_0"]}, {"nodes": ["max_pool_0"]}]})", "bad.json")),
+                       doctest::Contains("not legal"), std::invalid_argument);
+  CHECK_THROWS_WITH_AS(plan_from_user_groups(g, model, user_groups_from_plan_json(R"({"groups": [
+      {"nodes": ["conv2d_0", "batch_norm_0", "relu_0"]}]})", "short.json")),
+                       doctest::Contains("'max_pool_0' is in no group"), std::invalid_argument);
+  CHECK_THROWS_WITH_AS(user_groups_from_plan_json("{}", "empty.json"), doctest::Contains("\"groups\""),
+                       std::invalid_argument);
+}

@@ -14,6 +14,7 @@
 
 #include "fusion/cost/cost_model.h"
 #include "fusion/graph/json_io.h"
+#include "fusion/graph/builder.h"
 #include "fusion/graph/random_graph.h"
 #include "fusion/planner/planner.h"
 #include "fusion/reference/compare.h"
@@ -85,4 +86,24 @@ TEST_CASE("random graphs: fused, unfused and random legal plans equal the refere
     }
   }
   CHECK(failures == 0);
+}
+
+TEST_CASE("the emitter honours a user's plan: an edited cbr_pool plan computes the same") {
+  graph::GraphBuilder b("cbr");
+  auto x = b.input("x", {1, 12, 12, 8}, graph::Layout::NHWC);
+  graph::Conv2dOptions same;
+  same.pads = {1, 1, 1, 1};
+  b.output(b.max_pool(b.relu(b.batch_norm(b.conv2d(x, b.param("w", {8, 8, 3, 3}), same))), 2, 2));
+  const graph::Graph g = b.build();
+  const fusion::RooflineCostModel model(fusion::builtin_profile("epyc-avx512-2c"));
+  const auto groups = fusion::user_groups_from_plan_json(R"({"groups": [
+      {"nodes": ["conv2d_0"]}, {"nodes": ["batch_norm_0", "relu_0", "max_pool_0"], "schedule": {"tile_fraction": 0.5}}]})",
+                                                         "edited.json");
+  const fusion::FusionPlan plan = fusion::plan_from_user_groups(g, model, groups);
+  REQUIRE(plan.groups.size() == 2);
+  const graph::TensorMap in = graph::random_inputs(g, 2);
+  const graph::TensorMap got = schedules::realize_with_plan(g, plan, in);
+  const graph::TensorMap want = reference::run(g, in);
+  const auto c = reference::compare(got.at(g.outputs()[0]).data, want.at(g.outputs()[0]).data, kTolerance);
+  CHECK_MESSAGE(c.ok(), c.summary());
 }
