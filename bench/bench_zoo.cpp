@@ -57,15 +57,24 @@ int main(int argc, char** argv) {
       by_model[k->model()] = cases.back().get();
     }
     bench::ZooCase* c = by_model[k->model()];
-    benchmark::RegisterBenchmark((k->model() + "/" + k->strategy()).c_str(), [k, c](benchmark::State& state) {
-      for (auto _ : state) k->run(c->ins, c->outs);
-      state.counters["GFLOP/s"] = benchmark::Counter(c->flops, benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
-      state.counters["GB/s"] = benchmark::Counter(c->compulsory_bytes, benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
-      // bound seconds per call / measured seconds per call
-      state.counters["pct_roofline"] = benchmark::Counter(100 * c->roofline_s(g_peak, g_bw), benchmark::Counter::kIsIterationInvariantRate);
-      state.counters["pred_fused_us"] = c->predicted_fused_s * 1e6;
-      state.counters["pred_unfused_us"] = c->predicted_unfused_s * 1e6;
-    })->Unit(benchmark::kMicrosecond)->UseRealTime()->MinTime(0.2);
+    benchmark::RegisterBenchmark(
+        (k->model() + "/" + k->strategy()).c_str(),
+        [k, c](benchmark::State& state) {
+          for (auto _ : state) k->run(c->ins, c->outs);
+          state.counters["GFLOP/s"] = benchmark::Counter(
+              c->flops, benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
+          state.counters["GB/s"] =
+              benchmark::Counter(c->compulsory_bytes, benchmark::Counter::kIsIterationInvariantRate,
+                                 benchmark::Counter::kIs1000);
+          // bound seconds per call / measured seconds per call
+          state.counters["pct_roofline"] = benchmark::Counter(
+              100 * c->roofline_s(g_peak, g_bw), benchmark::Counter::kIsIterationInvariantRate);
+          state.counters["pred_fused_us"] = c->predicted_fused_s * 1e6;
+          state.counters["pred_unfused_us"] = c->predicted_unfused_s * 1e6;
+        })
+        ->Unit(benchmark::kMicrosecond)
+        ->UseRealTime()
+        ->MinTime(0.2);
   }
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();

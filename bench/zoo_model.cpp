@@ -8,12 +8,15 @@
 
 namespace opfuse::bench {
 
-ZooCase::ZooCase(const std::string& models_dir, const std::string& model, const fusion::HardwareProfile& profile)
+ZooCase::ZooCase(const std::string& models_dir, const std::string& model,
+                 const fusion::HardwareProfile& profile)
     : graph(graph::load_graph_json(models_dir + "/cpu/" + model + ".json")) {
   inputs = graph::random_inputs(graph, 3);
   params = graph::param_values(graph);
-  for (const auto& n : graph.inputs()) ins.push_back(runtime::Tensor::f32(inputs[n].data.data(), inputs[n].shape));
-  for (const auto& n : graph.params()) ins.push_back(runtime::Tensor::f32(params[n].data.data(), params[n].shape));
+  for (const auto& n : graph.inputs())
+    ins.push_back(runtime::Tensor::f32(inputs[n].data.data(), inputs[n].shape));
+  for (const auto& n : graph.params())
+    ins.push_back(runtime::Tensor::f32(params[n].data.data(), params[n].shape));
   for (const auto& n : graph.outputs()) {
     outputs[n] = graph::HostTensor(graph.tensor(n).shape);
     outs.push_back(runtime::Tensor::f32(outputs[n].data.data(), outputs[n].shape));

@@ -22,7 +22,8 @@ struct ZooCase {
   double predicted_unfused_s = 0;
   int kernels_fused = 0, kernels_unfused = 0;
 
-  ZooCase(const std::string& models_dir, const std::string& model, const fusion::HardwareProfile& profile);
+  ZooCase(const std::string& models_dir, const std::string& model,
+          const fusion::HardwareProfile& profile);
   // The roofline bound of the whole model: max(FLOPs / P_peak, bytes / B).
   double roofline_s(double peak_flops, double bandwidth_Bps) const;
 };

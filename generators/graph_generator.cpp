@@ -38,10 +38,12 @@ class GraphGenerator : public Generator<GraphGenerator> {
 
   void configure() {
     const std::string path = graph_file;
-    _halide_user_assert(!path.empty()) << "opfuse graph generator: set the 'graph' GeneratorParam to a graph file";
+    _halide_user_assert(!path.empty())
+        << "opfuse graph generator: set the 'graph' GeneratorParam to a graph file";
     try {
-      graph_ = path.size() > 5 && path.substr(path.size() - 5) == ".onnx" ? graph::import_onnx(path)
-                                                                           : graph::load_graph_json(path);
+      graph_ = path.size() > 5 && path.substr(path.size() - 5) == ".onnx"
+                   ? graph::import_onnx(path)
+                   : graph::load_graph_json(path);
     } catch (const std::exception& e) {
       _halide_user_error << "opfuse graph generator: " << e.what() << "\n";
     }
@@ -97,7 +99,8 @@ class GraphGenerator : public Generator<GraphGenerator> {
         << "opfuse graph generator: strategy '" << strat
         << "' is neither fused nor unfused, and no autoscheduler was set";
     const bool gpu = get_target().has_gpu_feature();
-    const std::string prof = std::string(profile).empty() ? (gpu ? "h200" : "epyc-avx512-2c") : std::string(profile);
+    const std::string prof =
+        std::string(profile).empty() ? (gpu ? "h200" : "epyc-avx512-2c") : std::string(profile);
     const fusion::HardwareProfile hw = fusion::load_profile(prof);
     const fusion::RooflineCostModel model(hw);
     fusion::PlannerOptions options;
@@ -110,8 +113,8 @@ class GraphGenerator : public Generator<GraphGenerator> {
       std::stringstream text;
       text << in.rdbuf();
       try {
-        plan = fusion::plan_from_user_groups(graph_, model,
-                                             fusion::user_groups_from_plan_json(text.str(), user_plan));
+        plan = fusion::plan_from_user_groups(
+            graph_, model, fusion::user_groups_from_plan_json(text.str(), user_plan));
       } catch (const std::exception& e) {
         _halide_user_error << "opfuse graph generator: " << e.what() << "\n";
       }

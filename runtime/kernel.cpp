@@ -37,7 +37,10 @@ int64_t Tensor::elements() const {
 
 Kernel::Kernel(std::string model, std::string strategy, std::string target, ArgvFunction fn,
                MetadataFunction metadata)
-    : model_(std::move(model)), strategy_(std::move(strategy)), target_(std::move(target)), fn_(fn) {
+    : model_(std::move(model)),
+      strategy_(std::move(strategy)),
+      target_(std::move(target)),
+      fn_(fn) {
   const halide_filter_metadata_t* md = metadata();
   for (int i = 0; i < md->num_arguments; ++i) {
     const halide_filter_argument_t& a = md->arguments[i];
@@ -55,10 +58,13 @@ Kernel::Kernel(std::string model, std::string strategy, std::string target, Argv
 
 void Kernel::run(const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs) const {
   install_error_handler();
-  auto fail = [&](const std::string& what) { throw std::invalid_argument("kernel " + name() + ": " + what); };
+  auto fail = [&](const std::string& what) {
+    throw std::invalid_argument("kernel " + name() + ": " + what);
+  };
   if (inputs.size() != inputs_.size() || outputs.size() != outputs_.size()) {
-    fail("takes " + std::to_string(inputs_.size()) + " inputs and " + std::to_string(outputs_.size()) +
-         " outputs, got " + std::to_string(inputs.size()) + " and " + std::to_string(outputs.size()));
+    fail("takes " + std::to_string(inputs_.size()) + " inputs and " +
+         std::to_string(outputs_.size()) + " outputs, got " + std::to_string(inputs.size()) +
+         " and " + std::to_string(outputs.size()));
   }
   // One halide_buffer_t per argument, over the caller's memory (dimension 0 = last axis).
   const size_t n = inputs.size() + outputs.size();
@@ -86,7 +92,8 @@ void Kernel::run(const std::vector<Tensor>& inputs, const std::vector<Tensor>& o
     }
     halide_buffer_t& b = bufs[i];
     b.host = static_cast<uint8_t*>(t.data);
-    b.type = t.dtype == DType::f16 ? halide_type_t(halide_type_float, 16) : halide_type_t(halide_type_float, 32);
+    b.type = t.dtype == DType::f16 ? halide_type_t(halide_type_float, 16)
+                                   : halide_type_t(halide_type_float, 32);
     b.dimensions = int32_t(t.shape.size());
     b.dim = dims[i].data();
     // Host memory is the truth for inputs: a GPU kernel copies it to the device first.
@@ -97,11 +104,13 @@ void Kernel::run(const std::vector<Tensor>& inputs, const std::vector<Tensor>& o
   int rc = fn_(argv.data());
   // GPU targets leave outputs on the device: bring them back, then free device memory.
   for (size_t i = 0; i < n; ++i) {
-    if (bufs[i].device && rc == 0 && i >= inputs.size()) rc = halide_copy_to_host(nullptr, &bufs[i]);
+    if (bufs[i].device && rc == 0 && i >= inputs.size())
+      rc = halide_copy_to_host(nullptr, &bufs[i]);
     if (bufs[i].device) halide_device_free(nullptr, &bufs[i]);
   }
   check(rc, name());
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (timing_hook()) timing_hook()(*this, seconds);
 }
 
@@ -122,8 +131,9 @@ const Kernel& Registry::find(const std::string& model, const std::string& strate
   }
   std::string known;
   for (const Kernel& k : kernels_) known += (known.empty() ? "" : ", ") + k.name();
-  throw std::out_of_range("no kernel " + model + "/" + strategy + "/" + target +
-                          " is linked into this program (available: " + (known.empty() ? "none" : known) + ")");
+  throw std::out_of_range(
+      "no kernel " + model + "/" + strategy + "/" + target +
+      " is linked into this program (available: " + (known.empty() ? "none" : known) + ")");
 }
 
 std::vector<const Kernel*> Registry::all() const {
@@ -132,11 +142,13 @@ std::vector<const Kernel*> Registry::all() const {
   return out;
 }
 
-Registration::Registration(const char* model, const char* strategy, const char* target, ArgvFunction fn,
-                           MetadataFunction metadata) {
+Registration::Registration(const char* model, const char* strategy, const char* target,
+                           ArgvFunction fn, MetadataFunction metadata) {
   Registry::global().add(Kernel(model, strategy, target, fn, metadata));
 }
 
-void set_timing_hook(std::function<void(const Kernel&, double)> hook) { timing_hook() = std::move(hook); }
+void set_timing_hook(std::function<void(const Kernel&, double)> hook) {
+  timing_hook() = std::move(hook);
+}
 
 }  // namespace opfuse::runtime

@@ -32,7 +32,9 @@ struct Tensor {
   std::vector<int64_t> shape;  // row-major: the last axis is contiguous
   DType dtype = DType::f32;
 
-  static Tensor f32(float* data, std::vector<int64_t> shape) { return {data, std::move(shape), DType::f32}; }
+  static Tensor f32(float* data, std::vector<int64_t> shape) {
+    return {data, std::move(shape), DType::f32};
+  }
   static Tensor f32(const float* data, std::vector<int64_t> shape) {
     return {const_cast<float*>(data), std::move(shape), DType::f32};
   }

@@ -26,7 +26,8 @@ class Emitter {
     vec_ = std::max(1, t.natural_vector_size(Float(32)));
     cores_ = std::max(1, cores);
     for (const auto& ln : p.lowered->nodes) lowered_[ln.node] = &ln;
-    for (size_t i = 0; i < p.graph->outputs().size(); ++i) output_of_[p.graph->outputs()[i]] = int(i);
+    for (size_t i = 0; i < p.graph->outputs().size(); ++i)
+      output_of_[p.graph->outputs()[i]] = int(i);
     for (size_t i = 0; i < ig_.size(); ++i) index_[ig_.node(i).name] = i;
   }
 
@@ -49,7 +50,8 @@ class Emitter {
   // Schedules a group root; returns the loop level at which its members are computed.
   // `multiple`: tiles cover a multiple of this many rows of the fused outer dims, so that a
   // register-blocked anchor inside always sees whole rows (its blocks never straddle a tile).
-  LoopLevel root_schedule(Func r, const graph::Shape& shape, double tile_fraction, int64_t multiple = 1) {
+  LoopLevel root_schedule(Func r, const graph::Shape& shape, double tile_fraction,
+                          int64_t multiple = 1) {
     std::vector<Var> args = r.args();
     const int k = int(args.size());
     std::vector<int64_t> ext(shape.rbegin(), shape.rend());  // Halide order
@@ -69,9 +71,9 @@ class Emitter {
     while (v > 1 && v > ext[0]) v /= 2;
     Var to(r.name() + "_tile"), ti(r.name() + "_ti");
     if (k == 1) {
-      const int64_t chunk = std::max<int64_t>(
-          v, std::min<int64_t>(int64_t(std::ceil(double(ext[0]) * tile_fraction)),
-                               (ext[0] + 2 * cores_ - 1) / (2 * cores_)));
+      const int64_t chunk =
+          std::max<int64_t>(v, std::min<int64_t>(int64_t(std::ceil(double(ext[0]) * tile_fraction)),
+                                                 (ext[0] + 2 * cores_ - 1) / (2 * cores_)));
       r.split(args[0], to, ti, int(chunk), TailStrategy::GuardWithIf).parallel(to);
       if (v > 1) r.vectorize(ti, v, TailStrategy::GuardWithIf);
       return LoopLevel(r, to);
@@ -86,7 +88,8 @@ class Emitter {
     }
     // Tile rows from the cost model's working-set fraction, at least 2 tiles per core.
     int64_t rows = std::max<int64_t>(1, int64_t(std::floor(double(outer_ext) * tile_fraction)));
-    rows = std::min<int64_t>(rows, std::max<int64_t>(1, (outer_ext + 2 * cores_ - 1) / (2 * cores_)));
+    rows =
+        std::min<int64_t>(rows, std::max<int64_t>(1, (outer_ext + 2 * cores_ - 1) / (2 * cores_)));
     rows = std::min(outer_ext, (rows + multiple - 1) / multiple * multiple);
     r.split(outer, to, ti, int(rows), TailStrategy::GuardWithIf).parallel(to);
     if (v > 1) r.vectorize(args[0], v, TailStrategy::GuardWithIf);
@@ -121,7 +124,8 @@ class Emitter {
     bool nchw = false;
     if (n.op == "conv2d") {
       const graph::Tensor& x = ig_.graph().tensor(n.inputs[0]);
-      nchw = graph::conv2d_window(n, x, ig_.graph().tensor(n.inputs[1])).layout == graph::Layout::NCHW;
+      nchw =
+          graph::conv2d_window(n, x, ig_.graph().tensor(n.inputs[1])).layout == graph::Layout::NCHW;
     }
     // The vector dim and the unrolled dim, and their extents.
     const size_t vd = 0, ud = nchw ? 2 : 1;
@@ -147,7 +151,7 @@ class Emitter {
     acc.split(a[vd], p1, q2, vw).vectorize(q2).unroll(p1).unroll(a[ud]);
     std::vector<VarOrRVar> order{q3, p3, a[ud]};
     if (n.op != "conv2d") {
-      order.push_back(r[0]);                          // k
+      order.push_back(r[0]);  // k
     } else if (nchw) {
       order.insert(order.end(), {r[2], r[1], r[0]});  // kw, kh, ci
     } else {
@@ -172,7 +176,7 @@ class Emitter {
       Func f = ln.funcs[i];
       const std::string& role = ln.roles[i];
       if (role == "padded") continue;  // inline: a select on the input's bounds
-      if (role == "factor") {  // per channel: once on the CPU; inline in each GPU thread
+      if (role == "factor") {          // per channel: once on the CPU; inline in each GPU thread
         if (!gpu_) f.compute_root();
         continue;
       }
@@ -186,7 +190,8 @@ class Emitter {
           f.fuse(fused, f.args()[j], g);
           fused = g;
         }
-        f.gpu_tile(fused, Var(f.name() + "_b"), Var(f.name() + "_t"), 64, TailStrategy::GuardWithIf);
+        f.gpu_tile(fused, Var(f.name() + "_b"), Var(f.name() + "_t"), 64,
+                   TailStrategy::GuardWithIf);
         continue;
       }
       if (role == "acc" && !gpu_) {
@@ -213,8 +218,9 @@ class Emitter {
         const graph::Node& n = ig_.node(index_.at(name));
         bool nchw = false;
         if (n.op == "conv2d") {
-          nchw = graph::conv2d_window(n, ig_.graph().tensor(n.inputs[0]), ig_.graph().tensor(n.inputs[1])).layout ==
-                 graph::Layout::NCHW;
+          nchw = graph::conv2d_window(n, ig_.graph().tensor(n.inputs[0]),
+                                      ig_.graph().tensor(n.inputs[1]))
+                     .layout == graph::Layout::NCHW;
         }
         int64_t rows = root_shape[root_shape.size() - 2];
         if (nchw && root_shape.size() >= 3) rows *= root_shape[root_shape.size() - 3];
@@ -234,7 +240,8 @@ class Emitter {
       Func root = ln.output();
       auto out = output_of_.find(t.name);
       bool outside_consumers = false;
-      for (size_t c : ig_.consumers(t.name)) outside_consumers = outside_consumers || !members.count(ig_.node(c).name);
+      for (size_t c : ig_.consumers(t.name))
+        outside_consumers = outside_consumers || !members.count(ig_.node(c).name);
       const bool anchor = is_blocked_anchor(name);
       if (out != output_of_.end() && !outside_consumers) {
         root = p_.outputs[out->second];  // the Output computes it directly
@@ -246,7 +253,8 @@ class Emitter {
       } else {
         root.compute_root();
       }
-      const LoopLevel at = root_schedule(root, t.shape, g.intent.tile_fraction, tile_multiple(t.shape));
+      const LoopLevel at =
+          root_schedule(root, t.shape, g.intent.tile_fraction, tile_multiple(t.shape));
       if (anchor) ln.output().compute_at(at);
       level.emplace(name, at);
       schedule_helpers(ln, at);
@@ -257,7 +265,8 @@ class Emitter {
     for (const auto& name : g.nodes) {
       if (stored.count(name)) continue;
       const ops::LoweredNode& ln = *lowered_.at(name);
-      const bool inlined = std::find(g.intent.inlined.begin(), g.intent.inlined.end(), name) != g.intent.inlined.end();
+      const bool inlined = std::find(g.intent.inlined.begin(), g.intent.inlined.end(), name) !=
+                           g.intent.inlined.end();
       const std::vector<std::string> roots = roots_reading(name, members, stored);
       // On a GPU a member computed per thread of the root cannot feed the row-statistics
       // kernels (softmax, layer norm) that run before the root; in such groups those
@@ -266,8 +275,8 @@ class Emitter {
         const bool anchor = is_blocked_anchor(name);
         Func f = anchor ? ln.output().in() : ln.output();
         f.compute_root();
-        const LoopLevel at =
-            root_schedule(f, tensor_of(name).shape, g.intent.tile_fraction, tile_multiple(tensor_of(name).shape));
+        const LoopLevel at = root_schedule(f, tensor_of(name).shape, g.intent.tile_fraction,
+                                           tile_multiple(tensor_of(name).shape));
         if (anchor) ln.output().compute_at(at);
         schedule_helpers(ln, at);
         continue;
@@ -298,7 +307,8 @@ class Emitter {
   }
 
   // Stored nodes of the group that (transitively, inside the group) read `name`.
-  std::vector<std::string> roots_reading(const std::string& name, const std::set<std::string>& members,
+  std::vector<std::string> roots_reading(const std::string& name,
+                                         const std::set<std::string>& members,
                                          const std::set<std::string>& stored) const {
     std::vector<std::string> roots;
     std::vector<size_t> stack{index_.at(name)};
@@ -333,7 +343,8 @@ class Emitter {
 
 }  // namespace
 
-void apply_plan(const Pipeline& p, const fusion::FusionPlan& plan, const Target& target, int cores) {
+void apply_plan(const Pipeline& p, const fusion::FusionPlan& plan, const Target& target,
+                int cores) {
   Emitter(p, plan, target, cores).run();
 }
 

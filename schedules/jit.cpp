@@ -18,7 +18,8 @@ graph::TensorMap realize_with_plan(const graph::Graph& g, const fusion::FusionPl
     const graph::Tensor& t = g.tensor(name);
     if (t.kind == graph::TensorKind::intermediate) continue;
     if (t.dtype != graph::DType::f32) {
-      throw graph::GraphError("realize_with_plan: only f32 tensors are supported, '" + name + "' is f16");
+      throw graph::GraphError("realize_with_plan: only f32 tensors are supported, '" + name +
+                              "' is f16");
     }
     const graph::TensorMap& from = t.kind == graph::TensorKind::input ? inputs : params;
     auto it = from.find(name);

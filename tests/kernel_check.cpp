@@ -18,8 +18,10 @@ void check_zoo_kernel(const std::string& models_dir, const std::string& model,
 
   const runtime::Kernel& k = runtime::Registry::global().find(model, strategy, target);
   std::vector<runtime::Tensor> ins, outs;
-  for (const auto& name : g.inputs()) ins.push_back(runtime::Tensor::f32(inputs.at(name).data.data(), inputs.at(name).shape));
-  for (const auto& name : g.params()) ins.push_back(runtime::Tensor::f32(params.at(name).data.data(), params.at(name).shape));
+  for (const auto& name : g.inputs())
+    ins.push_back(runtime::Tensor::f32(inputs.at(name).data.data(), inputs.at(name).shape));
+  for (const auto& name : g.params())
+    ins.push_back(runtime::Tensor::f32(params.at(name).data.data(), params.at(name).shape));
   graph::TensorMap got;
   for (const auto& name : g.outputs()) {
     got[name] = graph::HostTensor(g.tensor(name).shape);
@@ -28,7 +30,8 @@ void check_zoo_kernel(const std::string& models_dir, const std::string& model,
   k.run(ins, outs);
   for (const auto& name : g.outputs()) {
     INFO("output " << name);
-    const reference::Comparison c = reference::compare(got[name].data, want.at(name).data, kZooTolerance);
+    const reference::Comparison c =
+        reference::compare(got[name].data, want.at(name).data, kZooTolerance);
     CHECK_MESSAGE(c.ok(), c.summary());
   }
 }

@@ -25,7 +25,8 @@ void check_graph_error(Fn fn, std::initializer_list<std::string> needles) {
   } catch (const graph::GraphError& e) {
     const std::string what = e.what();
     INFO("message: " << what);
-    for (const auto& n : needles) CHECK_MESSAGE(what.find(n) != std::string::npos, "missing '" << n << "'");
+    for (const auto& n : needles)
+      CHECK_MESSAGE(what.find(n) != std::string::npos, "missing '" << n << "'");
   }
 }
 

@@ -97,7 +97,8 @@ int calibrate_command(const std::string& out, bool quick) {
   const fusion::HardwareProfile p = fusion::calibrate(fusion::builtin_profile("epyc-avx512-2c"), o);
   std::printf("  FMA peak         %8.1f GFLOP/s (%d cores)\n", p.peak_flops_f32 / 1e9, p.cores);
   for (const auto& l : p.levels) {
-    std::printf("  %-5s %9.0f KiB %8.1f GB/s\n", l.name.c_str(), l.size_bytes / 1024, l.bandwidth_Bps / 1e9);
+    std::printf("  %-5s %9.0f KiB %8.1f GB/s\n", l.name.c_str(), l.size_bytes / 1024,
+                l.bandwidth_Bps / 1e9);
   }
   std::printf("  memory latency   %8.1f ns\n", p.memory_latency_s * 1e9);
   std::FILE* f = std::fopen(out.c_str(), "w");

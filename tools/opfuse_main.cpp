@@ -5,12 +5,11 @@
 //   opfuse plan GRAPH           plan fusion and explain it
 //   opfuse calibrate            measure this machine's profile
 #include <CLI/CLI.hpp>
-
 #include <exception>
 #include <iostream>
 
-#include "tools/report.h"
 #include "tools/graph_commands.h"
+#include "tools/report.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"opfuse: an operator-fusion compiler built on Halide"};
@@ -19,10 +18,12 @@ int main(int argc, char** argv) {
   opfuse::tools::ReportOptions demo;
   demo.models_dir = OPFUSE_MODELS_DIR;
   CLI::App* demo_cmd = app.add_subcommand(
-      "demo", "the zoo: plan, check against the reference, and time fused vs unfused vs autoschedulers");
+      "demo",
+      "the zoo: plan, check against the reference, and time fused vs unfused vs autoschedulers");
   demo_cmd->add_option("--out", demo.out_dir, "report folder");
   demo_cmd->add_option("--model", demo.only, "only this zoo model");
-  demo_cmd->add_option("--seconds", demo.seconds_per_kernel, "timing budget per kernel")->check(CLI::Range(0.01, 60.0));
+  demo_cmd->add_option("--seconds", demo.seconds_per_kernel, "timing budget per kernel")
+      ->check(CLI::Range(0.01, 60.0));
 
   std::string graph_path;
   bool run_reference = false;
@@ -48,7 +49,8 @@ int main(int argc, char** argv) {
 
   std::string calibrate_out = "profile.json";
   bool calibrate_quick = false;
-  CLI::App* calibrate_cmd = app.add_subcommand("calibrate", "measure this machine's hardware profile");
+  CLI::App* calibrate_cmd =
+      app.add_subcommand("calibrate", "measure this machine's hardware profile");
   calibrate_cmd->add_option("--out", calibrate_out, "profile JSON to write");
   calibrate_cmd->add_flag("--quick", calibrate_quick, "short measurements");
 

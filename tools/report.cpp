@@ -6,9 +6,8 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <thread>
-
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "bench/zoo_model.h"
 #include "fusion/hardware/calibrate.h"
@@ -36,8 +35,10 @@ Timing time_kernel(const runtime::Kernel& k, bench::ZooCase& c, double budget_s)
   for (int i = 0; i < 2; ++i) k.run(c.ins, c.outs);  // warm-up: pool, caches, thread pool
   std::vector<double> t;
   const auto start = std::chrono::steady_clock::now();
-  while (t.size() < 5 || (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() < budget_s &&
-                          t.size() < 2000)) {
+  while (
+      t.size() < 5 ||
+      (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() < budget_s &&
+       t.size() < 2000)) {
     const auto t0 = std::chrono::steady_clock::now();
     k.run(c.ins, c.outs);
     t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
@@ -47,7 +48,8 @@ Timing time_kernel(const runtime::Kernel& k, bench::ZooCase& c, double budget_s)
 }
 
 // unfused first: the others are reported as speed-ups over it.
-const std::vector<std::string> kStrategies = {"unfused", "fused", "Mullapudi2016", "Adams2019", "Li2018"};
+const std::vector<std::string> kStrategies = {"unfused", "fused", "Mullapudi2016", "Adams2019",
+                                              "Li2018"};
 
 }  // namespace
 
@@ -58,13 +60,15 @@ int run_report(const ReportOptions& o) {
   std::printf("measuring this machine's roofline ...\n");
   const double peak = fusion::measure_fma_peak_flops(threads, 0.3);
   const double bw = fusion::measure_bandwidth_Bps(size_t(256) << 20, threads, 0.3);
-  std::printf("  FMA peak %.0f GFLOP/s, DRAM bandwidth %.1f GB/s (%d cores)\n\n", peak / 1e9, bw / 1e9, threads);
+  std::printf("  FMA peak %.0f GFLOP/s, DRAM bandwidth %.1f GB/s (%d cores)\n\n", peak / 1e9,
+              bw / 1e9, threads);
 
   const fusion::HardwareProfile profile = fusion::builtin_profile("epyc-avx512-2c");
   fs::create_directories(fs::path(o.out_dir) / "plans");
   std::vector<std::string> models;
   for (const runtime::Kernel* k : runtime::Registry::global().all()) {
-    if (k->target() == "host" && std::find(models.begin(), models.end(), k->model()) == models.end() &&
+    if (k->target() == "host" &&
+        std::find(models.begin(), models.end(), k->model()) == models.end() &&
         (o.only.empty() || o.only == k->model())) {
       models.push_back(k->model());
     }
@@ -78,8 +82,8 @@ int run_report(const ReportOptions& o) {
   bool all_ok = true;
   std::string table;
   char line[512];
-  std::snprintf(line, sizeof line, "%-12s %-14s %10s %8s %8s %9s %8s %11s  %s\n", "model", "strategy", "time us",
-                "vs unf.", "GB/s", "GFLOP/s", "%roof", "predicted", "check");
+  std::snprintf(line, sizeof line, "%-12s %-14s %10s %8s %8s %9s %8s %11s  %s\n", "model",
+                "strategy", "time us", "vs unf.", "GB/s", "GFLOP/s", "%roof", "predicted", "check");
   table += line;
   std::printf("%s", line);
   for (const std::string& model : models) {
@@ -87,8 +91,10 @@ int run_report(const ReportOptions& o) {
     // The plan, with its reasons, beside the results.
     const fusion::RooflineCostModel cost(profile);
     const fusion::FusionPlan plan = fusion::plan_fusion(c.graph, cost);
-    std::ofstream(fs::path(o.out_dir) / "plans" / (model + ".plan.json")) << fusion::plan_to_json(plan);
-    std::ofstream(fs::path(o.out_dir) / "plans" / (model + ".dot")) << fusion::plan_to_dot(plan, c.graph);
+    std::ofstream(fs::path(o.out_dir) / "plans" / (model + ".plan.json"))
+        << fusion::plan_to_json(plan);
+    std::ofstream(fs::path(o.out_dir) / "plans" / (model + ".dot"))
+        << fusion::plan_to_dot(plan, c.graph);
     std::ofstream(fs::path(o.out_dir) / "plans" / (model + ".txt")) << fusion::plan_to_table(plan);
     const graph::TensorMap want = reference::run(c.graph, c.inputs, c.params);
 
@@ -105,13 +111,16 @@ int run_report(const ReportOptions& o) {
       bool ok = true;
       std::string worst;
       for (const auto& out : c.graph.outputs()) {
-        const reference::Comparison cmp = reference::compare(c.outputs[out].data, want.at(out).data, kTolerance);
+        const reference::Comparison cmp =
+            reference::compare(c.outputs[out].data, want.at(out).data, kTolerance);
         ok = ok && cmp.ok();
         if (!cmp.ok()) worst = cmp.summary();
       }
       all_ok = all_ok && ok;
       if (strategy == "unfused") unfused_s = t.median_s;
-      const double predicted = strategy == "fused" ? c.predicted_fused_s : strategy == "unfused" ? c.predicted_unfused_s : 0;
+      const double predicted = strategy == "fused"     ? c.predicted_fused_s
+                               : strategy == "unfused" ? c.predicted_unfused_s
+                                                       : 0;
       json r{{"model", model},
              {"strategy", strategy},
              {"median_s", t.median_s},
@@ -122,16 +131,19 @@ int run_report(const ReportOptions& o) {
              {"bytes", c.compulsory_bytes},
              {"roofline_fraction", c.roofline_s(peak, bw) / t.median_s},
              {"predicted_s", predicted},
-             {"kernels", strategy == "fused" ? c.kernels_fused : strategy == "unfused" ? c.kernels_unfused : 0},
+             {"kernels", strategy == "fused"     ? c.kernels_fused
+                         : strategy == "unfused" ? c.kernels_unfused
+                                                 : 0},
              {"matches_reference", ok}};
       results.push_back(r);
       char pred[32] = "-";
       if (predicted > 0) std::snprintf(pred, sizeof pred, "%.0f us", predicted * 1e6);
       char speedup[16];
       std::snprintf(speedup, sizeof speedup, "x%.2f", unfused_s > 0 ? unfused_s / t.median_s : 0.0);
-      std::snprintf(line, sizeof line, "%-12s %-14s %10.1f %8s %8.2f %9.1f %7.1f%% %11s  %s\n", model.c_str(),
-                    strategy.c_str(), t.median_s * 1e6, speedup, c.compulsory_bytes / t.median_s / 1e9,
-                    c.flops / t.median_s / 1e9, 100 * c.roofline_s(peak, bw) / t.median_s, pred,
+      std::snprintf(line, sizeof line, "%-12s %-14s %10.1f %8s %8.2f %9.1f %7.1f%% %11s  %s\n",
+                    model.c_str(), strategy.c_str(), t.median_s * 1e6, speedup,
+                    c.compulsory_bytes / t.median_s / 1e9, c.flops / t.median_s / 1e9,
+                    100 * c.roofline_s(peak, bw) / t.median_s, pred,
                     ok ? "ok" : ("MISMATCH " + worst).c_str());
       table += line;
       std::printf("%s", line);
@@ -139,30 +151,36 @@ int run_report(const ReportOptions& o) {
     }
     // Speed-ups vs unfused, now that unfused is known.
     for (auto& r : results) {
-      if (r["model"] == model && unfused_s > 0) r["speedup_vs_unfused"] = unfused_s / r["median_s"].get<double>();
+      if (r["model"] == model && unfused_s > 0)
+        r["speedup_vs_unfused"] = unfused_s / r["median_s"].get<double>();
     }
   }
 
   // Summary: speed-up table and the plans' explanations.
   std::ofstream md(fs::path(o.out_dir) / "summary.md");
-  md << "# opfuse report\n\nRoofline measured in this run: FMA peak " << int(peak / 1e9) << " GFLOP/s, DRAM "
-     << bw / 1e9 << " GB/s, " << threads << " cores.\n\n"
-     << "| model | strategy | median us | speed-up vs unfused | GB/s | GFLOP/s | % of roofline | predicted us | "
+  md << "# opfuse report\n\nRoofline measured in this run: FMA peak " << int(peak / 1e9)
+     << " GFLOP/s, DRAM " << bw / 1e9 << " GB/s, " << threads << " cores.\n\n"
+     << "| model | strategy | median us | speed-up vs unfused | GB/s | GFLOP/s | % of roofline | "
+        "predicted us | "
         "matches reference |\n|---|---|---|---|---|---|---|---|---|\n";
   for (const auto& r : results) {
     const double sp = r.value("speedup_vs_unfused", 0.0);
-    md << "| " << r["model"].get<std::string>() << " | " << r["strategy"].get<std::string>() << " | "
-       << r["median_s"].get<double>() * 1e6 << " | " << sp << " | " << r["gbps"].get<double>() << " | "
-       << r["gflops"].get<double>() << " | " << 100 * r["roofline_fraction"].get<double>() << " | "
-       << r["predicted_s"].get<double>() * 1e6 << " | " << (r["matches_reference"].get<bool>() ? "yes" : "NO")
-       << " |\n";
+    md << "| " << r["model"].get<std::string>() << " | " << r["strategy"].get<std::string>()
+       << " | " << r["median_s"].get<double>() * 1e6 << " | " << sp << " | "
+       << r["gbps"].get<double>() << " | " << r["gflops"].get<double>() << " | "
+       << 100 * r["roofline_fraction"].get<double>() << " | "
+       << r["predicted_s"].get<double>() * 1e6 << " | "
+       << (r["matches_reference"].get<bool>() ? "yes" : "NO") << " |\n";
   }
   md << "\nPlans (`plans/<model>.txt`, `.plan.json`, `.dot`) explain every fused group.\n";
-  std::ofstream(fs::path(o.out_dir) / "results.json")
-      << json{{"peak_flops", peak}, {"dram_bandwidth_Bps", bw}, {"cores", threads}, {"results", results}}.dump(2)
-      << "\n";
-  std::printf("\nwrote %s/results.json, %s/summary.md, %s/plans/\n", o.out_dir.c_str(), o.out_dir.c_str(),
-              o.out_dir.c_str());
+  std::ofstream(fs::path(o.out_dir) / "results.json") << json{{"peak_flops", peak},
+                                                              {"dram_bandwidth_Bps", bw},
+                                                              {"cores", threads},
+                                                              {"results", results}}
+                                                             .dump(2)
+                                                      << "\n";
+  std::printf("\nwrote %s/results.json, %s/summary.md, %s/plans/\n", o.out_dir.c_str(),
+              o.out_dir.c_str(), o.out_dir.c_str());
   std::printf("%s\n", all_ok ? "every kernel matches the reference executor"
                              : "SOME KERNELS DO NOT MATCH THE REFERENCE (see the check column)");
   return all_ok ? 0 : 1;

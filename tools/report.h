@@ -8,7 +8,7 @@ struct ReportOptions {
   std::string models_dir;          // models/ of the source tree
   std::string out_dir = "report";  // results.json, summary.md, plans/
   double seconds_per_kernel = 0.25;
-  std::string only;                // run only this model (empty: the whole zoo)
+  std::string only;  // run only this model (empty: the whole zoo)
 };
 
 // The main job: plans every zoo model, checks each host kernel against the reference

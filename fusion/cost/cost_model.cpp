@@ -55,22 +55,33 @@ OpStats op_stats(const IndexedGraph& ig, size_t i) {
   std::set<std::string> seen;
   for (const auto& in : n.inputs) {
     if (!seen.insert(in).second) continue;
-    (g.tensor(in).kind == graph::TensorKind::param ? s.param_bytes : s.act_in_bytes) += ig.bytes(in);
+    (g.tensor(in).kind == graph::TensorKind::param ? s.param_bytes : s.act_in_bytes) +=
+        ig.bytes(in);
   }
   const std::string& out = n.outputs[0];
   s.out_bytes = ig.bytes(out);
   const double out_elems = elements(ig, out);
   const std::string& op = n.op;
-  if (op == "relu") s.flops = out_elems;
-  else if (op == "leaky_relu" || op == "clamp" || op == "relu6") s.flops = 2 * out_elems;
-  else if (op == "sigmoid") s.flops = (kTranscendentalFlops + 2) * out_elems;
-  else if (op == "tanh" || op == "exp") s.flops = kTranscendentalFlops * out_elems;
-  else if (op == "gelu") s.flops = (kTranscendentalFlops + 4) * out_elems;
-  else if (op == "add" || op == "sub" || op == "mul" || op == "div" || op == "bias_add") s.flops = out_elems;
-  else if (op == "batch_norm") s.flops = 3 * out_elems;  // sub, mul, add (factor precomputed)
-  else if (op == "layer_norm") s.flops = 8 * out_elems;  // mean, var (2 passes), normalise, affine
-  else if (op == "softmax") s.flops = (kTranscendentalFlops + 4) * out_elems;  // max, sub, exp, sum, div
-  else if (op == "global_avg_pool") s.flops = elements(ig, n.inputs[0]);
+  if (op == "relu")
+    s.flops = out_elems;
+  else if (op == "leaky_relu" || op == "clamp" || op == "relu6")
+    s.flops = 2 * out_elems;
+  else if (op == "sigmoid")
+    s.flops = (kTranscendentalFlops + 2) * out_elems;
+  else if (op == "tanh" || op == "exp")
+    s.flops = kTranscendentalFlops * out_elems;
+  else if (op == "gelu")
+    s.flops = (kTranscendentalFlops + 4) * out_elems;
+  else if (op == "add" || op == "sub" || op == "mul" || op == "div" || op == "bias_add")
+    s.flops = out_elems;
+  else if (op == "batch_norm")
+    s.flops = 3 * out_elems;  // sub, mul, add (factor precomputed)
+  else if (op == "layer_norm")
+    s.flops = 8 * out_elems;  // mean, var (2 passes), normalise, affine
+  else if (op == "softmax")
+    s.flops = (kTranscendentalFlops + 4) * out_elems;  // max, sub, exp, sum, div
+  else if (op == "global_avg_pool")
+    s.flops = elements(ig, n.inputs[0]);
   else if (op == "conv2d") {
     const auto& w = g.tensor(n.inputs[1]).shape;  // [Cout, Cin/groups, KH, KW]
     s.flops = 2.0 * out_elems * double(w[1] * w[2] * w[3]);
@@ -127,10 +138,12 @@ GroupEstimate RooflineCostModel::estimate(const IndexedGraph& ig,
 
   // Tiling: a tile's intermediates must fit the on-chip budget beside the params.
   const double budget = onchip_limit_bytes();
-  e.tile_fraction = e.intermediate_bytes > 0
-                        ? std::clamp((budget - std::min(params, budget / 2)) / e.intermediate_bytes, 1e-6, 1.0)
-                        : 1.0;
-  e.working_set_bytes = params + (e.intermediate_bytes + e.boundary_bytes() - params) * e.tile_fraction;
+  e.tile_fraction =
+      e.intermediate_bytes > 0
+          ? std::clamp((budget - std::min(params, budget / 2)) / e.intermediate_bytes, 1e-6, 1.0)
+          : 1.0;
+  e.working_set_bytes =
+      params + (e.intermediate_bytes + e.boundary_bytes() - params) * e.tile_fraction;
 
   // Stencil recompute: a window op (conv, pool) computed over row tiles of T output rows
   // needs (T-1)*s + k input rows per tile instead of T*s, so in-group producers feeding it
@@ -174,7 +187,8 @@ GroupEstimate RooflineCostModel::estimate(const IndexedGraph& ig,
   e.t_compute_s = e.flops / peak;
   e.t_memory_s = e.boundary_bytes() / bw;
   e.t_overhead_s = profile_.launch_overhead_s;
-  const double correction = 1 + profile_.alpha_cache + profile_.alpha_conflict + profile_.alpha_divergence;
+  const double correction =
+      1 + profile_.alpha_cache + profile_.alpha_conflict + profile_.alpha_divergence;
   e.t_total_s = (std::max(e.t_compute_s, e.t_memory_s) + e.t_overhead_s) * correction;
 
   // 7.3.4 prefetch distance for the innermost vector loop: one iteration consumes one cache
@@ -197,13 +211,15 @@ GroupEstimate RooflineCostModel::estimate(const IndexedGraph& ig,
     if (uses > 1) ++shared_values;
   }
   const int values = anchors_live + shared_values + 2;  // + the streamed input and result
-  e.vector_registers = profile_.gpu ? kGpuBaseRegisters + kGpuRegistersPerValue * (values + int(nodes.size()))
-                                    : values;
+  e.vector_registers =
+      profile_.gpu ? kGpuBaseRegisters + kGpuRegistersPerValue * (values + int(nodes.size()))
+                   : values;
   e.onchip_bytes = e.intermediate_bytes * e.tile_fraction;
   return e;
 }
 
-GroupEstimate NumaCostModel::estimate(const IndexedGraph& ig, const std::vector<size_t>& nodes) const {
+GroupEstimate NumaCostModel::estimate(const IndexedGraph& ig,
+                                      const std::vector<size_t>& nodes) const {
   GroupEstimate e = RooflineCostModel::estimate(ig, nodes);
   if (profile_.numa_nodes < 2 || profile_.numa_local_latency_s <= 0 || nodes.empty()) return e;
   const int home = placement_.at(nodes.front());
@@ -222,7 +238,8 @@ GroupEstimate NumaCostModel::estimate(const IndexedGraph& ig, const std::vector<
   const double local = e.boundary_bytes() - remote;
   const double bw = profile_.level_holding(e.boundary_bytes()).bandwidth_Bps;
   e.t_memory_s = (local + remote * ratio) / bw;
-  const double correction = 1 + profile_.alpha_cache + profile_.alpha_conflict + profile_.alpha_divergence;
+  const double correction =
+      1 + profile_.alpha_cache + profile_.alpha_conflict + profile_.alpha_divergence;
   e.t_total_s = (std::max(e.t_compute_s, e.t_memory_s) + e.t_overhead_s) * correction;
   return e;
 }

@@ -40,20 +40,20 @@ enum class Bound { memory, compute };
 const char* to_string(Bound b);
 
 struct GroupEstimate {
-  double flops = 0;                // including stencil recompute
-  double recompute_factor = 1;     // flops / flops without halo recompute
-  double boundary_in_bytes = 0;    // inputs and params, read once from global memory
-  double boundary_out_bytes = 0;   // outputs consumed outside the group or graph outputs
-  double intermediate_bytes = 0;   // produced and consumed inside: stays on chip
-  double working_set_bytes = 0;    // per tile
-  double tile_fraction = 1;        // share of the outermost loop one tile covers
-  double intensity = 0;            // FLOP per boundary byte
-  double attainable_flops = 0;     // roofline P
+  double flops = 0;               // including stencil recompute
+  double recompute_factor = 1;    // flops / flops without halo recompute
+  double boundary_in_bytes = 0;   // inputs and params, read once from global memory
+  double boundary_out_bytes = 0;  // outputs consumed outside the group or graph outputs
+  double intermediate_bytes = 0;  // produced and consumed inside: stays on chip
+  double working_set_bytes = 0;   // per tile
+  double tile_fraction = 1;       // share of the outermost loop one tile covers
+  double intensity = 0;           // FLOP per boundary byte
+  double attainable_flops = 0;    // roofline P
   Bound bound = Bound::memory;
   double t_compute_s = 0, t_memory_s = 0, t_overhead_s = 0, t_total_s = 0;
-  int prefetch_distance = 1;       // in vector-loop iterations (one cache line each)
-  int vector_registers = 0;        // CPU live vector registers, or GPU registers per thread
-  double onchip_bytes = 0;         // tiles held at once (R in 7.1.2)
+  int prefetch_distance = 1;  // in vector-loop iterations (one cache line each)
+  int vector_registers = 0;   // CPU live vector registers, or GPU registers per thread
+  double onchip_bytes = 0;    // tiles held at once (R in 7.1.2)
   double boundary_bytes() const { return boundary_in_bytes + boundary_out_bytes; }
 };
 

@@ -67,8 +67,9 @@ GraphBuilder::T GraphBuilder::bias_add(const T& x, const T& b, int64_t axis) {
 
 GraphBuilder::T GraphBuilder::batch_norm(const T& x, double epsilon) {
   const Tensor& t = graph_.tensor(x);
-  const int64_t c = t.shape.size() == 4 ? t.shape[t.layout == Layout::NHWC ? 3 : 1]
-                                        : t.shape.size() > 1 ? t.shape[1] : t.shape[0];
+  const int64_t c = t.shape.size() == 4  ? t.shape[t.layout == Layout::NHWC ? 3 : 1]
+                    : t.shape.size() > 1 ? t.shape[1]
+                                         : t.shape[0];
   const std::string base = fresh("bn");
   // Inference statistics of a trained network: scale near 1, small shift and mean, variance
   // in [0.5, 1.5] (strictly positive so that 1/sqrt(var + eps) is well conditioned).
@@ -113,9 +114,10 @@ GraphBuilder::T GraphBuilder::linear(const T& x, const T& w, const T& bias) {
 }
 
 GraphBuilder::T GraphBuilder::max_pool(const T& x, int64_t k, int64_t s, int64_t p) {
-  return node("max_pool", {x}, {{"kernel", std::vector<int64_t>{k, k}},
-                                {"strides", std::vector<int64_t>{s, s}},
-                                {"pads", std::vector<int64_t>{p, p, p, p}}});
+  return node("max_pool", {x},
+              {{"kernel", std::vector<int64_t>{k, k}},
+               {"strides", std::vector<int64_t>{s, s}},
+               {"pads", std::vector<int64_t>{p, p, p, p}}});
 }
 GraphBuilder::T GraphBuilder::avg_pool(const T& x, int64_t k, int64_t s, int64_t p,
                                        bool count_include_pad) {

@@ -22,12 +22,18 @@ const char* to_string(TensorKind k) {
 }
 const char* to_string(FusionKind k) {
   switch (k) {
-    case FusionKind::elementwise: return "elementwise";
-    case FusionKind::broadcast: return "broadcast";
-    case FusionKind::injective: return "injective";
-    case FusionKind::reduction: return "reduction";
-    case FusionKind::out_elementwise_fusable: return "out_elementwise_fusable";
-    default: return "opaque";
+    case FusionKind::elementwise:
+      return "elementwise";
+    case FusionKind::broadcast:
+      return "broadcast";
+    case FusionKind::injective:
+      return "injective";
+    case FusionKind::reduction:
+      return "reduction";
+    case FusionKind::out_elementwise_fusable:
+      return "out_elementwise_fusable";
+    default:
+      return "opaque";
   }
 }
 DType dtype_from_string(const std::string& s) {
@@ -150,9 +156,8 @@ void check_declared_shape(const Tensor& t) {
   }
   if (t.kind == TensorKind::param && !t.data.empty() &&
       int64_t(t.data.size()) != num_elements(t.shape)) {
-    throw GraphError(what + " carries " + std::to_string(t.data.size()) +
-                     " values but its shape " + shape_to_string(t.shape) + " needs " +
-                     std::to_string(num_elements(t.shape)));
+    throw GraphError(what + " carries " + std::to_string(t.data.size()) + " values but its shape " +
+                     shape_to_string(t.shape) + " needs " + std::to_string(num_elements(t.shape)));
   }
   if (t.kind == TensorKind::param && !(t.init.lo <= t.init.hi)) {
     throw GraphError(what + " has an init range with lo > hi");
@@ -181,7 +186,8 @@ void Graph::infer_node(size_t index) {
     const bool keeps_layout = shapes[i].size() == 4 && n.op != "transpose" && n.op != "reshape";
     out.layout = keeps_layout ? ins[0]->layout : Layout::none;
     for (int64_t d : out.shape) {
-      if (d <= 0) fail(n, "output '" + out.name + "' would be empty: " + shape_to_string(out.shape));
+      if (d <= 0)
+        fail(n, "output '" + out.name + "' would be empty: " + shape_to_string(out.shape));
     }
     if (num_elements(out.shape) > kMaxElements) {
       fail(n, "output '" + out.name + "' " + shape_to_string(out.shape) +

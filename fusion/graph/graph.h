@@ -26,7 +26,14 @@ enum class TensorKind { input, param, intermediate };
 
 // Fusion kinds, ordered as in TVM's OpPatternKind: a consumer of a lower kind fuses into a
 // producer of a higher kind more easily (elementwise into anything, nothing into opaque).
-enum class FusionKind { elementwise, broadcast, injective, reduction, out_elementwise_fusable, opaque };
+enum class FusionKind {
+  elementwise,
+  broadcast,
+  injective,
+  reduction,
+  out_elementwise_fusable,
+  opaque
+};
 
 using Shape = std::vector<int64_t>;
 
@@ -50,7 +57,8 @@ struct Tensor {
   bool operator==(const Tensor& o) const;
 };
 
-using AttrValue = std::variant<int64_t, double, std::string, std::vector<int64_t>, std::vector<double>>;
+using AttrValue =
+    std::variant<int64_t, double, std::string, std::vector<int64_t>, std::vector<double>>;
 using Attrs = std::map<std::string, AttrValue>;
 
 struct Node {
@@ -92,8 +100,8 @@ class Graph {
   bool has_tensor(const std::string& name) const { return tensors_.count(name) != 0; }
   const Tensor& tensor(const std::string& name) const;
   Tensor& tensor(const std::string& name);
-  std::vector<std::string> inputs() const;  // kind == input, declaration order
-  std::vector<std::string> params() const;  // kind == param, declaration order
+  std::vector<std::string> inputs() const;                // kind == input, declaration order
+  std::vector<std::string> params() const;                // kind == param, declaration order
   const Node* producer(const std::string& tensor) const;  // nullptr for inputs and params
   std::vector<const Node*> consumers(const std::string& tensor) const;
   // Node indices in a topological order (valid after validate()).

@@ -65,7 +65,8 @@ float round_to_f16(float v) {
   if (!std::isfinite(v)) return v;
   const float a = std::fabs(v);
   if (a >= 65520.0f) return std::copysign(INFINITY, v);  // rounds past f16's max (65504)
-  if (a < std::ldexp(1.0f, -24)) return std::copysign(a <= std::ldexp(1.0f, -25) ? 0.0f : std::ldexp(1.0f, -24), v);
+  if (a < std::ldexp(1.0f, -24))
+    return std::copysign(a <= std::ldexp(1.0f, -25) ? 0.0f : std::ldexp(1.0f, -24), v);
   // Spacing of f16 values around a: 2^(e-10) for normals, 2^-24 for subnormals.
   int e;
   std::frexp(a, &e);  // a = m * 2^e, m in [0.5, 1)

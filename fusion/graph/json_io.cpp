@@ -2,10 +2,9 @@
 
 #include <algorithm>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
-
-#include <nlohmann/json.hpp>
 
 namespace opfuse::graph {
 namespace {
@@ -122,8 +121,9 @@ Graph graph_from_json_string(const std::string& text, const std::string& source)
   }
   const json& ver = need(j, "version", source, "$");
   if (!ver.is_number_integer() || ver.get<int64_t>() != kGraphFormatVersion) {
-    bad(source, "$.version", "unsupported version " + ver.dump() + " (this opfuse reads " +
-                                 std::to_string(kGraphFormatVersion) + ")");
+    bad(source, "$.version",
+        "unsupported version " + ver.dump() + " (this opfuse reads " +
+            std::to_string(kGraphFormatVersion) + ")");
   }
   Graph g;
   g.name = get_string(need(j, "name", source, "$"), source, "$.name");
@@ -138,8 +138,10 @@ Graph graph_from_json_string(const std::string& text, const std::string& source)
     t.name = get_string(need(inputs[i], "name", source, p), source, p + ".name");
     t.shape = get_shape(need(inputs[i], "shape", source, p), source, p + ".shape");
     try {
-      if (inputs[i].contains("dtype")) t.dtype = dtype_from_string(inputs[i]["dtype"].get<std::string>());
-      if (inputs[i].contains("layout")) t.layout = layout_from_string(inputs[i]["layout"].get<std::string>());
+      if (inputs[i].contains("dtype"))
+        t.dtype = dtype_from_string(inputs[i]["dtype"].get<std::string>());
+      if (inputs[i].contains("layout"))
+        t.layout = layout_from_string(inputs[i]["layout"].get<std::string>());
     } catch (const json::exception&) {
       bad(source, p, "dtype and layout are strings");
     } catch (const GraphError& e) {

@@ -38,7 +38,8 @@ class Importer {
   }
 
  private:
-  [[noreturn]] void refuse(const onnx::NodeProto& n, const std::string& name, const std::string& what) {
+  [[noreturn]] void refuse(const onnx::NodeProto& n, const std::string& name,
+                           const std::string& what) {
     throw GraphError(source_ + ": ONNX node '" + name + "' (" + n.op_type() + ", opset " +
                      std::to_string(opset_) + "): " + what);
   }
@@ -120,8 +121,10 @@ class Importer {
   }
 
   void add_node(const onnx::NodeProto& on, int index) {
-    const std::string name = on.name().empty() ? on.op_type() + "_" + std::to_string(index) : on.name();
-    if (on.output_size() != 1) refuse(on, name, "has " + std::to_string(on.output_size()) + " outputs; opfuse supports 1");
+    const std::string name =
+        on.name().empty() ? on.op_type() + "_" + std::to_string(index) : on.name();
+    if (on.output_size() != 1)
+      refuse(on, name, "has " + std::to_string(on.output_size()) + " outputs; opfuse supports 1");
     Node n;
     n.name = name;
     n.outputs = {on.output(0)};
@@ -142,7 +145,8 @@ class Importer {
     } else if (op == "Conv") {
       n.op = "conv2d";
       const auto* ap = attr(on, "auto_pad");
-      if (ap && ap->s() != "NOTSET" && ap->s() != "VALID") refuse(on, name, "auto_pad " + ap->s() + " is not supported; give explicit pads");
+      if (ap && ap->s() != "NOTSET" && ap->s() != "VALID")
+        refuse(on, name, "auto_pad " + ap->s() + " is not supported; give explicit pads");
       window_attrs(on, n);
       if (auto d = ints_attr(on, "dilations"); !d.empty()) n.attrs["dilations"] = d;
       n.attrs["groups"] = int_attr(on, "group", 1);
@@ -191,10 +195,12 @@ class Importer {
       n.op = "concat";
       n.attrs["axis"] = int_attr(on, "axis", 0);
     } else {
-      refuse(on, name, "op '" + op + "' is not supported (supported: Conv, BatchNormalization, "
-                       "Relu, Sigmoid, Tanh, Gelu, Add, Mul, Sub, Div, MaxPool, AveragePool, "
-                       "GlobalAveragePool, Gemm, MatMul, Softmax, LayerNormalization, Transpose, "
-                       "Reshape, Concat)");
+      refuse(on, name,
+             "op '" + op +
+                 "' is not supported (supported: Conv, BatchNormalization, "
+                 "Relu, Sigmoid, Tanh, Gelu, Add, Mul, Sub, Div, MaxPool, AveragePool, "
+                 "GlobalAveragePool, Gemm, MatMul, Softmax, LayerNormalization, Transpose, "
+                 "Reshape, Concat)");
     }
     try {
       g_.add_node(std::move(n));

@@ -45,11 +45,16 @@ std::string ints_to_string(const std::vector<int64_t>& v) { return shape_to_stri
 
 const char* attr_type_name(const AttrValue& v) {
   switch (v.index()) {
-    case 0: return "int";
-    case 1: return "float";
-    case 2: return "string";
-    case 3: return "int list";
-    default: return "float list";
+    case 0:
+      return "int";
+    case 1:
+      return "float";
+    case 2:
+      return "string";
+    case 3:
+      return "int list";
+    default:
+      return "float list";
   }
 }
 
@@ -279,7 +284,8 @@ Shape reshape_target(const Node& n, const Shape& in) {
       continue;
     }
     if (want[i] == 0) {
-      if (i >= in.size()) fail(n, "shape " + ints_to_string(want) + ": 0 at an axis the input lacks");
+      if (i >= in.size())
+        fail(n, "shape " + ints_to_string(want) + ": 0 at an axis the input lacks");
       out[i] = in[i];
     } else if (want[i] < 0) {
       fail(n, "shape " + ints_to_string(want) + " has a negative extent");
@@ -318,8 +324,8 @@ std::vector<Shape> infer_shapes(const Node& n, const std::vector<const Tensor*>&
   // Activations must agree in dtype; params are f32 and are read in f32 by every dtype.
   for (const Tensor* t : in) {
     if (t->kind != TensorKind::param && t->dtype != in[0]->dtype) {
-      fail(n, "input '" + t->name + "' is " + to_string(t->dtype) + " but input '" +
-                  in[0]->name + "' is " + to_string(in[0]->dtype) + "; mixed dtypes are not supported");
+      fail(n, "input '" + t->name + "' is " + to_string(t->dtype) + " but input '" + in[0]->name +
+                  "' is " + to_string(in[0]->dtype) + "; mixed dtypes are not supported");
     }
   }
   const Tensor& x = *in[0];

@@ -23,10 +23,18 @@ Graph random_graph(uint64_t seed, const RandomGraphOptions& o) {
     const std::string x = recent[a];
     std::string y;
     switch (pick(9)) {
-      case 0: y = g.relu(x); break;
-      case 1: y = g.tanh(x); break;
-      case 2: y = g.sigmoid(x); break;
-      case 3: y = g.batch_norm(x); break;
+      case 0:
+        y = g.relu(x);
+        break;
+      case 1:
+        y = g.tanh(x);
+        break;
+      case 2:
+        y = g.sigmoid(x);
+        break;
+      case 3:
+        y = g.batch_norm(x);
+        break;
       case 4: {
         const int64_t cout = pick(3) == 0 ? o.channels : (pick(2) ? 4 : 8), k = pick(2) ? 3 : 1;
         Conv2dOptions c;
@@ -34,7 +42,9 @@ Graph random_graph(uint64_t seed, const RandomGraphOptions& o) {
         y = g.conv2d(x, g.param("w" + std::to_string(i), {cout, channels(x), k, k}), c);
         break;
       }
-      case 5: y = pick(2) ? g.max_pool(x, 3, 1, 1) : g.avg_pool(x, 3, 1, 1); break;
+      case 5:
+        y = pick(2) ? g.max_pool(x, 3, 1, 1) : g.avg_pool(x, 3, 1, 1);
+        break;
       default: {  // binary with a same-shaped partner in the window: diamonds and joins
         const size_t lo = recent.size() > o.window ? recent.size() - o.window : 0;
         size_t partner = recent.size();

@@ -14,10 +14,10 @@ namespace opfuse::graph {
 
 struct RandomGraphOptions {
   size_t nodes = 20;
-  size_t window = 6;               // how far back a node may read
-  int64_t spatial = 8;             // H = W
-  int64_t channels = 4;            // C of the input; convs produce 4 or 8 (or `channels`)
-  double stateful_fraction = 0;    // share of nodes marked "stateful" (never fused)
+  size_t window = 6;             // how far back a node may read
+  int64_t spatial = 8;           // H = W
+  int64_t channels = 4;          // C of the input; convs produce 4 or 8 (or `channels`)
+  double stateful_fraction = 0;  // share of nodes marked "stateful" (never fused)
 };
 
 // Deterministic for a seed; the graph is validated.

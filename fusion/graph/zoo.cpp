@@ -17,10 +17,18 @@ Graph ew_chain(int n, bool gpu) {
   // A cycle of cheap, range-preserving ops: values stay in about [-1.2, 1.2] at any N.
   for (int i = 0; i < n; ++i) {
     switch (i % 4) {
-      case 0: x = g.mul(x, g.param("scale_" + std::to_string(i), {1}, {0.9, 1.1})); break;
-      case 1: x = g.add(x, g.param("shift_" + std::to_string(i), {1}, {-0.1, 0.1})); break;
-      case 2: x = g.tanh(x); break;
-      default: x = g.leaky_relu(x, 0.1); break;
+      case 0:
+        x = g.mul(x, g.param("scale_" + std::to_string(i), {1}, {0.9, 1.1}));
+        break;
+      case 1:
+        x = g.add(x, g.param("shift_" + std::to_string(i), {1}, {-0.1, 0.1}));
+        break;
+      case 2:
+        x = g.tanh(x);
+        break;
+      default:
+        x = g.leaky_relu(x, 0.1);
+        break;
     }
   }
   g.output(x);
@@ -72,7 +80,8 @@ Graph mlp(bool gpu) {
   T x = g.input("x", {M, D});
   T h = g.linear(x, g.param("w1", {D, H}, {-1 / std::sqrt(double(D)), 1 / std::sqrt(double(D))}));
   h = g.gelu(g.bias_add(h, g.param("b1", {H}, {-0.1, 0.1}), -1));
-  g.output(g.linear(h, g.param("w2", {H, D}, {-1 / std::sqrt(double(H)), 1 / std::sqrt(double(H))})));
+  g.output(
+      g.linear(h, g.param("w2", {H, D}, {-1 / std::sqrt(double(H)), 1 / std::sqrt(double(H))})));
   return g.build();
 }
 

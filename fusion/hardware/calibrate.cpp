@@ -8,9 +8,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
-#include <string>
 #include <numeric>
 #include <random>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -78,7 +78,8 @@ volatile float g_sink;
 // correctly more often than sysconf, else sysconf, else `fallback`.
 double cache_bytes(int level, int sysconf_name, double fallback) {
   for (int index = 0; index < 8; ++index) {
-    const std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(index) + "/";
+    const std::string dir =
+        "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(index) + "/";
     std::ifstream lv(dir + "level"), ty(dir + "type"), sz(dir + "size");
     int l = 0;
     std::string type, size;
@@ -122,7 +123,8 @@ double measure_bandwidth_Bps(size_t working_set_bytes, int threads, double secon
   }
   double best = 0;
   for (int kernel = 0; kernel < 2; ++kernel) {  // 0 copy, 1 triad
-    const double bytes_per_pass = double(per_thread) * sizeof(float) * (kernel == 0 ? 2 : 3) * threads;
+    const double bytes_per_pass =
+        double(per_thread) * sizeof(float) * (kernel == 0 ? 2 : 3) * threads;
     long passes = 1;
     while (true) {
       const double t = run_parallel(threads, [&](int th) {
@@ -188,10 +190,11 @@ HardwareProfile calibrate(const HardwareProfile& base, const CalibrationOptions&
   const double l2 = cache_bytes(2, _SC_LEVEL2_CACHE_SIZE, 1 << 20) * cores;
   const double l3 = cache_bytes(3, _SC_LEVEL3_CACHE_SIZE, 16 << 20);
   const double dram_ws = o.quick ? 4 * l3 : 8 * l3;
-  p.levels = {{"L1", l1, measure_bandwidth_Bps(size_t(l1 / 2), cores, secs)},
-              {"L2", l2, measure_bandwidth_Bps(size_t(l2 / 2), cores, secs)},
-              {"LLC", l3, measure_bandwidth_Bps(size_t(l3 / 2), cores, secs)},
-              {"DRAM", base.main_memory().size_bytes, measure_bandwidth_Bps(size_t(dram_ws), cores, secs)}};
+  p.levels = {
+      {"L1", l1, measure_bandwidth_Bps(size_t(l1 / 2), cores, secs)},
+      {"L2", l2, measure_bandwidth_Bps(size_t(l2 / 2), cores, secs)},
+      {"LLC", l3, measure_bandwidth_Bps(size_t(l3 / 2), cores, secs)},
+      {"DRAM", base.main_memory().size_bytes, measure_bandwidth_Bps(size_t(dram_ws), cores, secs)}};
   p.memory_latency_s = measure_latency_s(size_t(dram_ws), secs);
   return p;
 }

@@ -2,10 +2,9 @@
 
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <stdexcept>
-
-#include <nlohmann/json.hpp>
 
 namespace opfuse::fusion {
 
@@ -104,7 +103,9 @@ double num(const json& j, const std::string& key, const std::string& source, dou
 
 }  // namespace
 
-std::vector<std::string> builtin_profile_names() { return {"epyc-avx512-2c", "x86-avx2-8c", "h200"}; }
+std::vector<std::string> builtin_profile_names() {
+  return {"epyc-avx512-2c", "x86-avx2-8c", "h200"};
+}
 
 HardwareProfile builtin_profile(const std::string& name) {
   if (name == "epyc-avx512-2c") return epyc_avx512_2c();
@@ -132,7 +133,8 @@ std::string profile_to_json(const HardwareProfile& p) {
   j["peak_flops_f16"] = p.peak_flops_f16;
   j["levels"] = json::array();
   for (const auto& l : p.levels) {
-    j["levels"].push_back({{"name", l.name}, {"size_bytes", l.size_bytes}, {"bandwidth_Bps", l.bandwidth_Bps}});
+    j["levels"].push_back(
+        {{"name", l.name}, {"size_bytes", l.size_bytes}, {"bandwidth_Bps", l.bandwidth_Bps}});
   }
   j["memory_latency_s"] = p.memory_latency_s;
   j["launch_overhead_s"] = p.launch_overhead_s;
@@ -172,7 +174,8 @@ HardwareProfile profile_from_json(const std::string& text, const std::string& so
   for (const auto& l : j["levels"]) {
     p.levels.push_back({l.value("name", "?"), num(l, "size_bytes", source, 0, true),
                         num(l, "bandwidth_Bps", source, 0, true)});
-    if (p.levels.back().bandwidth_Bps <= 0) throw std::runtime_error(source + ": bandwidths must be > 0");
+    if (p.levels.back().bandwidth_Bps <= 0)
+      throw std::runtime_error(source + ": bandwidths must be > 0");
   }
   if (p.peak_flops_f32 <= 0) throw std::runtime_error(source + ": peak_flops_f32 must be > 0");
   p.memory_latency_s = num(j, "memory_latency_s", source, 100e-9);

@@ -9,16 +9,16 @@
 namespace opfuse::fusion {
 
 struct MemoryLevel {
-  std::string name;         // "L1", "L2", "LLC", "DRAM" on a CPU; "SMEM", "L2", "HBM" on a GPU
-  double size_bytes = 0;    // capacity visible to the whole device (all cores / SMs)
-  double bandwidth_Bps = 0; // sustained bandwidth, bytes per second, all cores together
+  std::string name;          // "L1", "L2", "LLC", "DRAM" on a CPU; "SMEM", "L2", "HBM" on a GPU
+  double size_bytes = 0;     // capacity visible to the whole device (all cores / SMs)
+  double bandwidth_Bps = 0;  // sustained bandwidth, bytes per second, all cores together
 };
 
 struct HardwareProfile {
   std::string name;
   bool gpu = false;
-  double peak_flops_f32 = 0;  // FLOP/s, all cores, FMA counted as 2
-  double peak_flops_f16 = 0;  // FLOP/s for f16 arithmetic (CPUs here compute f16 in f32)
+  double peak_flops_f32 = 0;        // FLOP/s, all cores, FMA counted as 2
+  double peak_flops_f16 = 0;        // FLOP/s for f16 arithmetic (CPUs here compute f16 in f32)
   std::vector<MemoryLevel> levels;  // fastest first; the last is main memory
   double memory_latency_s = 0;      // main-memory load-to-use latency
   double launch_overhead_s = 0;     // per kernel: GPU launch, or CPU parallel-for dispatch
@@ -27,7 +27,7 @@ struct HardwareProfile {
   int vector_registers = 16;        // architectural SIMD registers (CPU)
   int registers_per_thread = 0;     // GPU: registers one thread may use
   double shared_memory_per_block_bytes = 0;  // GPU
-  int max_threads_per_block = 0;    // GPU
+  int max_threads_per_block = 0;             // GPU
   // NUMA (exercise 7.5): nodes and their latencies; bandwidth to a remote node is scaled by
   // local/remote latency, the model's simplest consistent assumption.
   int numa_nodes = 1;

@@ -116,18 +116,23 @@ class Lowerer {
     Expr x = at(in(n, 0), exprs(vars_));
     const std::string& op = n.op;
     Expr e;
-    if (op == "relu") e = max(x, 0.0f);
-    else if (op == "leaky_relu") e = select(x > 0.0f, x, float(p.alpha) * x);
-    else if (op == "clamp") e = clamp(x, float(p.lo), float(p.hi));
-    else if (op == "relu6") e = clamp(x, 0.0f, 6.0f);
-    else if (op == "sigmoid") e = 1.0f / (1.0f + Halide::exp(-x));
+    if (op == "relu")
+      e = max(x, 0.0f);
+    else if (op == "leaky_relu")
+      e = select(x > 0.0f, x, float(p.alpha) * x);
+    else if (op == "clamp")
+      e = clamp(x, float(p.lo), float(p.hi));
+    else if (op == "relu6")
+      e = clamp(x, 0.0f, 6.0f);
+    else if (op == "sigmoid")
+      e = 1.0f / (1.0f + Halide::exp(-x));
     else if (op == "tanh") {
       // tanh(x) = sign(x) (1 - e) / (1 + e), e = exp(-2|x|): Halide's f32 exp vectorises,
       // its tanh calls libm once per element. Absolute error ~1e-7 near 0.
       Expr em = Halide::exp(-2.0f * abs(x));
       e = select(x < 0.0f, -1.0f, 1.0f) * (1.0f - em) / (1.0f + em);
-    }
-    else if (op == "exp") e = Halide::exp(x);
+    } else if (op == "exp")
+      e = Halide::exp(x);
     else if (op == "gelu" && p.gelu_tanh) {
       // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
       const float k = float(std::sqrt(2.0 / M_PI));
@@ -227,10 +232,10 @@ class Lowerer {
     std::vector<Expr> xi(4);
     xi[win.n_axis()] = vars_[win.n_axis()];
     xi[win.c_axis()] = ci;
-    xi[win.h_axis()] = vars_[win.h_axis()] * int(win.strides[0]) - int(win.pads[0]) +
-                       r.y * int(win.dilations[0]);
-    xi[win.w_axis()] = vars_[win.w_axis()] * int(win.strides[1]) - int(win.pads[1]) +
-                       r.z * int(win.dilations[1]);
+    xi[win.h_axis()] =
+        vars_[win.h_axis()] * int(win.strides[0]) - int(win.pads[0]) + r.y * int(win.dilations[0]);
+    xi[win.w_axis()] =
+        vars_[win.w_axis()] * int(win.strides[1]) - int(win.pads[1]) + r.z * int(win.dilations[1]);
     Func acc = helper(n, "acc");
     acc(halide_args(vars_)) = n.inputs.size() == 3 ? in(n, 2)(co) : Expr(0.0f);
     acc(halide_args(vars_)) += at(padded, xi) * at(in(n, 1), {co, r.x, r.y, r.z});
@@ -318,7 +323,8 @@ class Lowerer {
       for (int64_t i = int64_t(vars_.size()) - 1; i >= 0; --i) perm.push_back(i);
     }
     std::vector<Expr> xi(vars_.size());
-    for (size_t i = 0; i < perm.size(); ++i) xi[perm[i]] = vars_[i];  // out axis i = in axis perm[i]
+    for (size_t i = 0; i < perm.size(); ++i)
+      xi[perm[i]] = vars_[i];  // out axis i = in axis perm[i]
     return define(n, at(in(n, 0), xi));
   }
 

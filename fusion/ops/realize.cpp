@@ -15,8 +15,9 @@ std::vector<int> halide_extents(const graph::Shape& s) {
 // A Halide buffer holding `t` in the tensor's storage dtype.
 Buffer<> to_buffer(const graph::Tensor& info, const graph::HostTensor& t) {
   if (t.shape != info.shape) {
-    throw graph::GraphError("input '" + info.name + "' has shape " + graph::shape_to_string(t.shape) +
-                            ", the graph expects " + graph::shape_to_string(info.shape));
+    throw graph::GraphError("input '" + info.name + "' has shape " +
+                            graph::shape_to_string(t.shape) + ", the graph expects " +
+                            graph::shape_to_string(info.shape));
   }
   const std::vector<int> ext = halide_extents(t.shape);
   if (info.dtype == graph::DType::f16) {

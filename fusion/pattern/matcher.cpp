@@ -11,9 +11,9 @@ using graph::IndexedGraph;
 
 struct State {
   bool started = false;
-  size_t seed = 0;                         // the root node, before anything matched
+  size_t seed = 0;  // the root node, before anything matched
   std::vector<size_t> nodes;
-  std::vector<size_t> frontier;            // nodes whose outputs the next stage consumes
+  std::vector<size_t> frontier;  // nodes whose outputs the next stage consumes
   std::vector<std::vector<size_t>> siblings;
   bool contains(size_t n) const { return std::find(nodes.begin(), nodes.end(), n) != nodes.end(); }
 };
@@ -25,7 +25,9 @@ class Matcher {
   std::vector<State> extend(const Pattern& p, const State& s) {
     std::vector<State> out;
     switch (p.kind) {
-      case Pattern::Kind::atom: out = atom(p, s); break;
+      case Pattern::Kind::atom:
+        out = atom(p, s);
+        break;
       case Pattern::Kind::seq: {
         std::vector<State> cur{s};
         for (const Pattern& c : p.children) {
@@ -49,8 +51,12 @@ class Matcher {
         }
         break;
       case Pattern::Kind::star:
-      case Pattern::Kind::plus: out = repeat(p, s); break;
-      case Pattern::Kind::par: out = par(p, s); break;
+      case Pattern::Kind::plus:
+        out = repeat(p, s);
+        break;
+      case Pattern::Kind::par:
+        out = par(p, s);
+        break;
     }
     return out;
   }
@@ -128,7 +134,8 @@ class Matcher {
           std::vector<State> r = extend(p.children[b], branch);
           if (r.empty()) continue;
           const State& got = r.front();
-          for (size_t k = acc.nodes.size(); k < got.nodes.size(); ++k) acc.nodes.push_back(got.nodes[k]);
+          for (size_t k = acc.nodes.size(); k < got.nodes.size(); ++k)
+            acc.nodes.push_back(got.nodes[k]);
           frontier.insert(frontier.end(), got.frontier.begin(), got.frontier.end());
           members.push_back(u);
           ok = true;

@@ -25,8 +25,8 @@ inline constexpr size_t kMaxStates = 16;
 struct Match {
   std::string rule;
   double priority = 1;
-  std::vector<size_t> nodes;                      // node indices, in match order
-  std::vector<std::vector<size_t>> siblings;      // members of each '||' stage, if any
+  std::vector<size_t> nodes;                  // node indices, in match order
+  std::vector<std::vector<size_t>> siblings;  // members of each '||' stage, if any
 };
 
 // All matches of the rules in `ig`, rule by rule, roots in topological order.

@@ -10,8 +10,8 @@ namespace {
 
 using graph::FusionKind;
 
-const std::set<std::string> kActivations = {"relu", "leaky_relu", "clamp", "relu6",
-                                            "sigmoid", "tanh", "gelu"};
+const std::set<std::string> kActivations = {"relu",    "leaky_relu", "clamp", "relu6",
+                                            "sigmoid", "tanh",       "gelu"};
 
 class Parser {
  public:
@@ -40,7 +40,8 @@ class Parser {
     return false;
   }
   static Pattern node(Pattern::Kind k, std::vector<Pattern> c) {
-    if (c.size() == 1 && (k == Pattern::Kind::seq || k == Pattern::Kind::par || k == Pattern::Kind::alt)) {
+    if (c.size() == 1 &&
+        (k == Pattern::Kind::seq || k == Pattern::Kind::par || k == Pattern::Kind::alt)) {
       return std::move(c[0]);
     }
     Pattern p;
@@ -92,9 +93,11 @@ class Parser {
       return p;
     }
     const size_t start = i_;
-    while (i_ < s_.size() && (std::isalnum(static_cast<unsigned char>(s_[i_])) || s_[i_] == '_')) ++i_;
-    if (start == i_) fail(i_ < s_.size() ? "expected an op name, got '" + std::string(1, s_[i_]) + "'"
-                                         : "expected an op name at the end");
+    while (i_ < s_.size() && (std::isalnum(static_cast<unsigned char>(s_[i_])) || s_[i_] == '_'))
+      ++i_;
+    if (start == i_)
+      fail(i_ < s_.size() ? "expected an op name, got '" + std::string(1, s_[i_]) + "'"
+                          : "expected an op name at the end");
     Pattern p;
     p.name = s_.substr(start, i_ - start);
     if (!is_known_atom(p.name)) {
@@ -111,18 +114,39 @@ class Parser {
 
 const std::set<std::string>& classes() {
   static const std::set<std::string> c = {
-      "Elementwise", "Activation", "Add",    "Sub",     "Mul",       "Div",     "BiasAdd",
-      "BatchNorm",   "LayerNorm",  "Softmax", "Conv",   "MatMul",    "Linear",  "MaxPool",
-      "AvgPool",     "GlobalAvgPool", "Pool", "Transpose", "Reshape", "Concat", "Reduction",
-      "Injective",   "Anchor",     "Any"};
+      "Elementwise", "Activation", "Add",       "Sub",           "Mul",    "Div",
+      "BiasAdd",     "BatchNorm",  "LayerNorm", "Softmax",       "Conv",   "MatMul",
+      "Linear",      "MaxPool",    "AvgPool",   "GlobalAvgPool", "Pool",   "Transpose",
+      "Reshape",     "Concat",     "Reduction", "Injective",     "Anchor", "Any"};
   return c;
 }
 
 bool Parser::is_known_atom(const std::string& name) {
-  static const std::set<std::string> ops = {
-      "relu", "leaky_relu", "clamp", "relu6", "sigmoid", "tanh", "gelu", "exp", "add", "sub",
-      "mul", "div", "bias_add", "batch_norm", "layer_norm", "softmax", "global_avg_pool",
-      "conv2d", "matmul", "linear", "max_pool", "avg_pool", "transpose", "reshape", "concat"};
+  static const std::set<std::string> ops = {"relu",
+                                            "leaky_relu",
+                                            "clamp",
+                                            "relu6",
+                                            "sigmoid",
+                                            "tanh",
+                                            "gelu",
+                                            "exp",
+                                            "add",
+                                            "sub",
+                                            "mul",
+                                            "div",
+                                            "bias_add",
+                                            "batch_norm",
+                                            "layer_norm",
+                                            "softmax",
+                                            "global_avg_pool",
+                                            "conv2d",
+                                            "matmul",
+                                            "linear",
+                                            "max_pool",
+                                            "avg_pool",
+                                            "transpose",
+                                            "reshape",
+                                            "concat"};
   return classes().count(name) || ops.count(name);
 }
 
@@ -171,14 +195,19 @@ std::string to_string(const Pattern& p) {
     return s;
   };
   switch (p.kind) {
-    case Pattern::Kind::atom: return p.name;
-    case Pattern::Kind::seq: return join(" -> ");
-    case Pattern::Kind::par: return join(" || ");
-    case Pattern::Kind::alt: return join(" | ");
+    case Pattern::Kind::atom:
+      return p.name;
+    case Pattern::Kind::seq:
+      return join(" -> ");
+    case Pattern::Kind::par:
+      return join(" || ");
+    case Pattern::Kind::alt:
+      return join(" | ");
     case Pattern::Kind::star:
     case Pattern::Kind::plus: {
       const Pattern& c = p.children[0];
-      const std::string inner = c.kind == Pattern::Kind::atom ? to_string(c) : "(" + to_string(c) + ")";
+      const std::string inner =
+          c.kind == Pattern::Kind::atom ? to_string(c) : "(" + to_string(c) + ")";
       return inner + (p.kind == Pattern::Kind::star ? "*" : "+");
     }
   }
@@ -187,9 +216,11 @@ std::string to_string(const Pattern& p) {
 
 std::vector<std::string> first_atoms(const Pattern& p) {
   switch (p.kind) {
-    case Pattern::Kind::atom: return {p.name};
+    case Pattern::Kind::atom:
+      return {p.name};
     case Pattern::Kind::plus:
-    case Pattern::Kind::par: return first_atoms(p.children[0]);
+    case Pattern::Kind::par:
+      return first_atoms(p.children[0]);
     case Pattern::Kind::alt: {
       std::vector<std::string> out;
       for (const auto& c : p.children) {
@@ -198,7 +229,8 @@ std::vector<std::string> first_atoms(const Pattern& p) {
       }
       return out;
     }
-    case Pattern::Kind::star: return first_atoms(p.children[0]);  // the empty case starts later
+    case Pattern::Kind::star:
+      return first_atoms(p.children[0]);  // the empty case starts later
     case Pattern::Kind::seq: {
       std::vector<std::string> out;
       for (const auto& c : p.children) {
@@ -230,7 +262,8 @@ std::vector<Rule> parse_rules(const std::string& text, const std::string& source
     r.name.erase(0, r.name.find_first_not_of(" \t"));
     r.name.erase(r.name.find_last_not_of(" \t") + 1);
     if (r.name.empty()) throw PatternError(where + "the rule has no name");
-    if (!names.insert(r.name).second) throw PatternError(where + "duplicate rule name '" + r.name + "'");
+    if (!names.insert(r.name).second)
+      throw PatternError(where + "duplicate rule name '" + r.name + "'");
     std::string body = line.substr(colon + 1);
     if (auto at = body.find('@'); at != std::string::npos) {
       try {
@@ -281,7 +314,7 @@ const std::vector<Rule>& builtin_rules() {
     # 7.2.1 EW+: (Add | Mul | Activation)+, generalised to every elementwise op.
     ew_chain: Elementwise+ @ 1
   )",
-                                                               "<builtin>");
+                                                     "<builtin>");
   return rules;
 }
 

@@ -37,8 +37,8 @@ FusionDecision Legality::is_convex(const std::vector<size_t>& group) const {
     stack.pop_back();
     for (size_t s : ig_.succs(u)) {
       if (in.count(s)) {
-        return FusionDecision::no("not convex: path " + ig_.node(u).name + " -> " + ig_.node(s).name +
-                                  " leaves the group and re-enters it");
+        return FusionDecision::no("not convex: path " + ig_.node(u).name + " -> " +
+                                  ig_.node(s).name + " leaves the group and re-enters it");
       }
       if (ig_.topo_pos(s) < last && seen.insert(s).second) stack.push_back(s);
     }
@@ -73,14 +73,15 @@ FusionDecision Legality::windows_read_private_inputs(const std::vector<size_t>& 
   return FusionDecision::yes();
 }
 
-FusionDecision Legality::fits_resources(const std::vector<size_t>& group, const GroupEstimate& e) const {
+FusionDecision Legality::fits_resources(const std::vector<size_t>& group,
+                                        const GroupEstimate& e) const {
   if (group.size() > max_group_ops_) {
     return FusionDecision::no(std::to_string(group.size()) + " ops exceed the limit of " +
                               std::to_string(max_group_ops_) + " per group");
   }
   if (group.size() > 1 && e.vector_registers > model_.register_limit()) {
-    return FusionDecision::no("needs ~" + std::to_string(e.vector_registers) + " registers, R_max is " +
-                              std::to_string(model_.register_limit()));
+    return FusionDecision::no("needs ~" + std::to_string(e.vector_registers) +
+                              " registers, R_max is " + std::to_string(model_.register_limit()));
   }
   if (group.size() > 1 && e.onchip_bytes > model_.onchip_limit_bytes() * (1 + 1e-9)) {
     return FusionDecision::no("tiles need " + std::to_string(int64_t(e.onchip_bytes)) +
@@ -104,7 +105,8 @@ FusionDecision Legality::siblings_share_input(const std::vector<size_t>& a,
   return FusionDecision::no("siblings share no input");
 }
 
-FusionDecision Legality::can_form_group(const std::vector<size_t>& group, const GroupEstimate& e) const {
+FusionDecision Legality::can_form_group(const std::vector<size_t>& group,
+                                        const GroupEstimate& e) const {
   return has_no_side_effects(group)
       .and_then([&] { return is_convex(group); })
       .and_then([&] { return windows_read_private_inputs(group); })

@@ -50,7 +50,8 @@ class Legality {
   FusionDecision has_no_side_effects(const std::vector<size_t>& group) const;
   FusionDecision windows_read_private_inputs(const std::vector<size_t>& group) const;
   FusionDecision fits_resources(const std::vector<size_t>& group, const GroupEstimate& e) const;
-  FusionDecision siblings_share_input(const std::vector<size_t>& a, const std::vector<size_t>& b) const;
+  FusionDecision siblings_share_input(const std::vector<size_t>& a,
+                                      const std::vector<size_t>& b) const;
   // All of the group checks, in the order above.
   FusionDecision can_form_group(const std::vector<size_t>& group, const GroupEstimate& e) const;
 

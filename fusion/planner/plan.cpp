@@ -2,9 +2,8 @@
 
 #include <iomanip>
 #include <map>
-#include <sstream>
-
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 namespace opfuse::fusion {
 
@@ -12,10 +11,14 @@ using json = nlohmann::ordered_json;
 
 const char* to_string(GroupKind k) {
   switch (k) {
-    case GroupKind::single: return "single";
-    case GroupKind::vertical: return "vertical";
-    case GroupKind::horizontal: return "horizontal";
-    default: return "mixed";
+    case GroupKind::single:
+      return "single";
+    case GroupKind::vertical:
+      return "vertical";
+    case GroupKind::horizontal:
+      return "horizontal";
+    default:
+      return "mixed";
   }
 }
 
@@ -35,7 +38,8 @@ std::string plan_to_json(const FusionPlan& p) {
   j["graph"] = p.graph;
   j["profile"] = p.profile;
   j["cost_model"] = p.cost_model;
-  j["summary"] = {{"kernels_unfused", [&] {
+  j["summary"] = {{"kernels_unfused",
+                   [&] {
                      size_t n = 0;
                      for (const auto& g : p.groups) n += g.nodes.size();
                      return n;
@@ -93,22 +97,27 @@ std::string plan_to_json(const FusionPlan& p) {
 std::string plan_to_dot(const FusionPlan& p, const graph::Graph& g) {
   auto color = [](GroupKind k) {
     switch (k) {
-      case GroupKind::vertical: return "#cfe8ff";
-      case GroupKind::horizontal: return "#ffe0b3";
-      case GroupKind::mixed: return "#d9f2d0";
-      default: return "#eeeeee";
+      case GroupKind::vertical:
+        return "#cfe8ff";
+      case GroupKind::horizontal:
+        return "#ffe0b3";
+      case GroupKind::mixed:
+        return "#d9f2d0";
+      default:
+        return "#eeeeee";
     }
   };
   std::map<std::string, std::string> op_of;
   for (const graph::Node& n : g.nodes()) op_of[n.name] = n.op;
   std::ostringstream os;
-  os << "digraph \"" << p.graph << "\" {\n  rankdir=TB;\n  node [shape=box, style=filled, fillcolor=white];\n";
+  os << "digraph \"" << p.graph
+     << "\" {\n  rankdir=TB;\n  node [shape=box, style=filled, fillcolor=white];\n";
   for (const FusedGroup& grp : p.groups) {
     os << "  subgraph cluster_" << grp.id << " {\n    style=filled; fillcolor=\"" << color(grp.kind)
        << "\";\n    label=\"group " << grp.id << ": " << to_string(grp.kind)
        << (grp.rule.empty() ? "" : " (" + grp.rule + ")") << "\\n"
-       << std::setprecision(3) << grp.estimate.t_total_s * 1e6 << " us, " << to_string(grp.estimate.bound)
-       << "-bound\";\n";
+       << std::setprecision(3) << grp.estimate.t_total_s * 1e6 << " us, "
+       << to_string(grp.estimate.bound) << "-bound\";\n";
     for (const auto& n : grp.nodes) {
       os << "    \"" << n << "\" [label=\"" << n << "\\n" << op_of[n] << "\"];\n";
     }
@@ -116,7 +125,8 @@ std::string plan_to_dot(const FusionPlan& p, const graph::Graph& g) {
   }
   for (const graph::Node& n : g.nodes()) {
     for (const auto& in : n.inputs) {
-      if (const graph::Node* p2 = g.producer(in)) os << "  \"" << p2->name << "\" -> \"" << n.name << "\";\n";
+      if (const graph::Node* p2 = g.producer(in))
+        os << "  \"" << p2->name << "\" -> \"" << n.name << "\";\n";
     }
   }
   os << "}\n";
@@ -127,16 +137,18 @@ std::string plan_to_table(const FusionPlan& p) {
   std::ostringstream os;
   os << std::fixed;
   os << "plan for '" << p.graph << "' on " << p.profile << " (" << p.cost_model << " model)\n";
-  os << "  " << std::left << std::setw(4) << "grp" << std::setw(11) << "kind" << std::setw(20) << "rule"
-     << std::setw(10) << "bound" << std::right << std::setw(12) << "fused us" << std::setw(12)
-     << "unfused us" << "  nodes\n";
+  os << "  " << std::left << std::setw(4) << "grp" << std::setw(11) << "kind" << std::setw(20)
+     << "rule" << std::setw(10) << "bound" << std::right << std::setw(12) << "fused us"
+     << std::setw(12) << "unfused us"
+     << "  nodes\n";
   for (const FusedGroup& g : p.groups) {
     std::string nodes;
     for (const auto& n : g.nodes) nodes += (nodes.empty() ? "" : " ") + n;
-    os << "  " << std::left << std::setw(4) << g.id << std::setw(11) << to_string(g.kind) << std::setw(20)
-       << (g.rule.empty() ? "-" : g.rule) << std::setw(10) << to_string(g.estimate.bound) << std::right
-       << std::setprecision(2) << std::setw(12) << g.estimate.t_total_s * 1e6 << std::setw(12)
-       << g.unfused_time_s * 1e6 << "  " << nodes << (g.on_critical_path ? "  [critical]" : "") << "\n";
+    os << "  " << std::left << std::setw(4) << g.id << std::setw(11) << to_string(g.kind)
+       << std::setw(20) << (g.rule.empty() ? "-" : g.rule) << std::setw(10)
+       << to_string(g.estimate.bound) << std::right << std::setprecision(2) << std::setw(12)
+       << g.estimate.t_total_s * 1e6 << std::setw(12) << g.unfused_time_s * 1e6 << "  " << nodes
+       << (g.on_critical_path ? "  [critical]" : "") << "\n";
     for (const auto& r : g.reasons) os << "        why: " << r << "\n";
   }
   size_t ops = 0;
@@ -144,11 +156,11 @@ std::string plan_to_table(const FusionPlan& p) {
   os << std::setprecision(2) << "  kernels " << ops << " -> " << p.groups.size() << ", predicted "
      << p.unfused_time_s * 1e6 << " us -> " << p.fused_time_s * 1e6 << " us (x"
      << (p.fused_time_s > 0 ? p.unfused_time_s / p.fused_time_s : 0.0) << "), bytes "
-     << p.unfused_bytes / 1e6 << " MB -> " << p.fused_bytes / 1e6 << " MB (eta = "
-     << std::setprecision(3) << p.bandwidth_saving << ")\n";
+     << p.unfused_bytes / 1e6 << " MB -> " << p.fused_bytes / 1e6
+     << " MB (eta = " << std::setprecision(3) << p.bandwidth_saving << ")\n";
   if (p.latency_bound_s > 0) {
-    os << "  critical path " << p.critical_path_s * 1e6 << " us vs L_max " << p.latency_bound_s * 1e6
-       << " us: " << (p.latency_bound_met ? "met" : "NOT met") << "\n";
+    os << "  critical path " << p.critical_path_s * 1e6 << " us vs L_max "
+       << p.latency_bound_s * 1e6 << " us: " << (p.latency_bound_met ? "met" : "NOT met") << "\n";
   }
   return os.str();
 }

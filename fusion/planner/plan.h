@@ -35,7 +35,7 @@ struct FusedGroup {
   std::string rule;                // the rule that formed it, "local_search" or "" (unfused)
   double score = 0;
   GroupEstimate estimate;
-  double unfused_time_s = 0;       // the same nodes, one kernel each
+  double unfused_time_s = 0;  // the same nodes, one kernel each
   ScheduleIntent intent;
   bool on_critical_path = false;
   std::vector<std::string> reasons;
@@ -45,16 +45,16 @@ struct FusionPlan {
   std::string graph;
   std::string profile;
   std::string cost_model;
-  std::vector<FusedGroup> groups;   // topological order
-  double unfused_time_s = 0;        // sum over ops run one kernel each
-  double fused_time_s = 0;          // sum over groups (the 7.1.3 objective)
-  double unfused_bytes = 0;         // M_total: every op reads its inputs and writes its output
-  double fused_bytes = 0;           // M_boundary: only group boundaries touch memory
-  double bandwidth_saving = 0;      // 7.3.2 eta = 1 - M_boundary / M_total
-  double critical_path_s = 0;       // longest group path to the critical outputs (7.1.4)
-  double latency_bound_s = 0;       // L_max, 0 when none
+  std::vector<FusedGroup> groups;  // topological order
+  double unfused_time_s = 0;       // sum over ops run one kernel each
+  double fused_time_s = 0;         // sum over groups (the 7.1.3 objective)
+  double unfused_bytes = 0;        // M_total: every op reads its inputs and writes its output
+  double fused_bytes = 0;          // M_boundary: only group boundaries touch memory
+  double bandwidth_saving = 0;     // 7.3.2 eta = 1 - M_boundary / M_total
+  double critical_path_s = 0;      // longest group path to the critical outputs (7.1.4)
+  double latency_bound_s = 0;      // L_max, 0 when none
   bool latency_bound_met = true;
-  std::vector<std::string> log;     // every decision, in order
+  std::vector<std::string> log;  // every decision, in order
 
   int kernels_fused() const { return int(groups.size()); }
   const FusedGroup* group_of(const std::string& node) const;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <stdexcept>
 #include <unordered_map>
@@ -10,8 +11,6 @@
 
 #include "fusion/graph/indexed_graph.h"
 #include "fusion/pattern/matcher.h"
-
-#include <nlohmann/json.hpp>
 
 namespace opfuse::fusion {
 
@@ -32,8 +31,10 @@ struct Group {
 std::string fmt_s(double s) {
   std::ostringstream os;
   os.precision(3);
-  if (s >= 1e-3) os << s * 1e3 << " ms";
-  else os << s * 1e6 << " us";
+  if (s >= 1e-3)
+    os << s * 1e3 << " ms";
+  else
+    os << s * 1e6 << " us";
   return os.str();
 }
 
@@ -54,7 +55,8 @@ class Planner {
       std::vector<size_t> nodes;
       for (const auto& name : user[gi].nodes) {
         auto it = index.find(name);
-        if (it == index.end()) throw std::invalid_argument(where + ": no node named '" + name + "'");
+        if (it == index.end())
+          throw std::invalid_argument(where + ": no node named '" + name + "'");
         if (seen[it->second] >= 0) {
           throw std::invalid_argument(where + ": node '" + name + "' is already in group " +
                                       std::to_string(seen[it->second]));
@@ -64,10 +66,12 @@ class Planner {
       }
       if (nodes.empty()) throw std::invalid_argument(where + ": no nodes");
       GroupEstimate est = model_.estimate(ig_, nodes);
-      FusionDecision d = nodes.size() > 1 ? legal_.can_form_group(nodes, est) : FusionDecision::yes();
+      FusionDecision d =
+          nodes.size() > 1 ? legal_.can_form_group(nodes, est) : FusionDecision::yes();
       Reorder reorder;
       if (d && nodes.size() > 1) d = keeps_groups_acyclic(groups_of(nodes), reorder);
-      if (!d) throw std::invalid_argument(where + " {" + names(nodes) + "} is not legal: " + d.reason);
+      if (!d)
+        throw std::invalid_argument(where + " {" + names(nodes) + "} is not legal: " + d.reason);
       if (user[gi].tile_fraction > 0) est.tile_fraction = std::min(1.0, user[gi].tile_fraction);
       if (nodes.size() > 1) {
         form_group(nodes, est, "user", 0, "given by the user's plan", reorder);
@@ -77,13 +81,14 @@ class Planner {
       }
     }
     for (size_t i = 0; i < ig_.size(); ++i) {
-      if (seen[i] < 0) throw std::invalid_argument("user plan: node '" + ig_.node(i).name + "' is in no group");
+      if (seen[i] < 0)
+        throw std::invalid_argument("user plan: node '" + ig_.node(i).name + "' is in no group");
     }
     return build_plan();
   }
 
   FusionPlan run() {
-    baseline();                        // Step 1
+    baseline();  // Step 1
     if (opt_.enable_fusion) {
       mark_critical();
       resolve(match_rules(ig_, enabled_rules()));  // Steps 2 and 3
@@ -91,7 +96,7 @@ class Planner {
     } else {
       log("fusion disabled: every op is its own kernel");
     }
-    return build_plan();               // Step 5
+    return build_plan();  // Step 5
   }
 
  private:
@@ -143,7 +148,8 @@ class Planner {
       }
       dist[n] = best + single_[n];
     }
-    std::vector<std::string> outs = opt_.critical_outputs.empty() ? ig_.graph().outputs() : opt_.critical_outputs;
+    std::vector<std::string> outs =
+        opt_.critical_outputs.empty() ? ig_.graph().outputs() : opt_.critical_outputs;
     int end = -1;
     for (const auto& o : outs) {
       const int p = ig_.producer(o);
@@ -172,7 +178,8 @@ class Planner {
     const double saved_bytes = bytes_unfused - s.est.boundary_bytes();
     s.benefit_s = (unfused_time(m.nodes) - s.est.t_total_s) +
                   saved_bytes / model_.profile().main_memory().bandwidth_Bps;
-    const double cost = 1.0 + double(s.est.vector_registers) / std::max(1, model_.register_limit()) +
+    const double cost = 1.0 +
+                        double(s.est.vector_registers) / std::max(1, model_.register_limit()) +
                         double(m.nodes.size()) / double(opt_.max_group_ops);
     bool critical = false;
     for (size_t n : m.nodes) critical = critical || critical_[n];
@@ -253,7 +260,9 @@ class Planner {
     r = Reorder{members, {}, {}};
     double lo = pos_[members[0]], hi = lo;
     for (size_t m : members) lo = std::min(lo, pos_[m]), hi = std::max(hi, pos_[m]);
-    auto is_member = [&](size_t g) { return std::find(members.begin(), members.end(), g) != members.end(); };
+    auto is_member = [&](size_t g) {
+      return std::find(members.begin(), members.end(), g) != members.end();
+    };
     std::unordered_set<size_t> seen;
     std::vector<size_t> stack;
     for (size_t m : members) {
@@ -267,7 +276,8 @@ class Planner {
       r.forward.push_back(u);
       for (size_t h : group_neighbours(u, true)) {
         if (is_member(h)) {
-          return FusionDecision::no("dependence conflict: a path through group {" + names(groups_[u].nodes) +
+          return FusionDecision::no("dependence conflict: a path through group {" +
+                                    names(groups_[u].nodes) +
                                     "} leaves the fused group and re-enters it");
         }
         if (pos_[h] < hi && seen.insert(h).second) stack.push_back(h);
@@ -335,8 +345,9 @@ class Planner {
     }
   }
 
-  size_t form_group(const std::vector<size_t>& nodes, const GroupEstimate& est, const std::string& rule,
-                    double score, const std::string& reason, const Reorder& reorder) {
+  size_t form_group(const std::vector<size_t>& nodes, const GroupEstimate& est,
+                    const std::string& rule, double score, const std::string& reason,
+                    const Reorder& reorder) {
     Group grp;
     grp.nodes = nodes;
     std::sort(grp.nodes.begin(), grp.nodes.end(),
@@ -379,8 +390,9 @@ class Planner {
     if (!legal_.can_form_group(merged, est)) return false;
     Reorder reorder;
     if (!keeps_groups_acyclic({a, b}, reorder)) return false;
-    const std::string reason = std::string("local search: ") + move + " {" + names(ga.nodes) + "} + {" +
-                               names(gb.nodes) + "} saves " + fmt_s(before - est.t_total_s);
+    const std::string reason = std::string("local search: ") + move + " {" + names(ga.nodes) +
+                               "} + {" + names(gb.nodes) + "} saves " +
+                               fmt_s(before - est.t_total_s);
     log(reason);
     form_group(merged, est, "local_search", 0, reason, reorder);
     return true;
@@ -497,7 +509,8 @@ class Planner {
     if (!any_edge) return GroupKind::horizontal;
     for (size_t i = 0; i < nodes.size(); ++i) {
       for (size_t j = i + 1; j < nodes.size(); ++j) {
-        if (!reach[nodes[i]].count(nodes[j]) && !reach[nodes[j]].count(nodes[i])) return GroupKind::mixed;
+        if (!reach[nodes[i]].count(nodes[j]) && !reach[nodes[j]].count(nodes[i]))
+          return GroupKind::mixed;
       }
     }
     return GroupKind::vertical;
@@ -626,16 +639,19 @@ class Planner {
 
 }  // namespace
 
-FusionPlan plan_fusion(const graph::Graph& g, const CostModel& model, const PlannerOptions& options) {
+FusionPlan plan_fusion(const graph::Graph& g, const CostModel& model,
+                       const PlannerOptions& options) {
   return Planner(g, model, options).run();
 }
 
 FusionPlan plan_from_user_groups(const graph::Graph& g, const CostModel& model,
-                                 const std::vector<UserGroup>& groups, const PlannerOptions& options) {
+                                 const std::vector<UserGroup>& groups,
+                                 const PlannerOptions& options) {
   return Planner(g, model, options).run_user(groups);
 }
 
-std::vector<UserGroup> user_groups_from_plan_json(const std::string& text, const std::string& source) {
+std::vector<UserGroup> user_groups_from_plan_json(const std::string& text,
+                                                  const std::string& source) {
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(text);
@@ -657,7 +673,8 @@ std::vector<UserGroup> user_groups_from_plan_json(const std::string& text, const
       if (!n.is_string()) throw std::invalid_argument(where + ": node names are strings");
       u.nodes.push_back(n.get<std::string>());
     }
-    if (g.contains("schedule") && g["schedule"].is_object() && g["schedule"].contains("tile_fraction")) {
+    if (g.contains("schedule") && g["schedule"].is_object() &&
+        g["schedule"].contains("tile_fraction")) {
       const auto& t = g["schedule"]["tile_fraction"];
       if (!t.is_number() || t.get<double>() <= 0 || t.get<double>() > 1) {
         throw std::invalid_argument(where + ": schedule.tile_fraction must be in (0, 1]");

@@ -48,7 +48,8 @@ struct UserGroup {
   std::vector<std::string> nodes;
   double tile_fraction = 0;
 };
-std::vector<UserGroup> user_groups_from_plan_json(const std::string& text, const std::string& source);
+std::vector<UserGroup> user_groups_from_plan_json(const std::string& text,
+                                                  const std::string& source);
 
 // The plan for a user's partition, checked like the planner's own groups (every node once,
 // convex, acyclic between groups, no side effects, resources); std::invalid_argument names

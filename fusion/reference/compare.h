@@ -20,8 +20,8 @@ struct Tolerance {
 };
 
 struct Comparison {
-  std::size_t mismatches = 0;     // elements outside the tolerance (NaN vs non-NaN counts)
-  std::size_t worst_index = 0;    // element with the largest |got - want|
+  std::size_t mismatches = 0;   // elements outside the tolerance (NaN vs non-NaN counts)
+  std::size_t worst_index = 0;  // element with the largest |got - want|
   double worst_abs_error = 0;
   bool ok() const { return mismatches == 0; }
   std::string summary() const {

@@ -65,8 +65,7 @@ float unary(const Node& n, const graph::UnaryParams& p, float x) {
 
 HostTensor conv2d(const Graph& g, const Node& n, const std::vector<const HostTensor*>& in,
                   const Shape& out_shape) {
-  const graph::Window2d w =
-      graph::conv2d_window(n, g.tensor(n.inputs[0]), g.tensor(n.inputs[1]));
+  const graph::Window2d w = graph::conv2d_window(n, g.tensor(n.inputs[0]), g.tensor(n.inputs[1]));
   const HostTensor& x = *in[0];
   const HostTensor& wt = *in[1];
   const int64_t cin_g = wt.shape[1], cout_g = wt.shape[0] / w.groups;
@@ -167,7 +166,8 @@ HostTensor layer_norm(const Node& n, const std::vector<const HostTensor*>& in) {
 
 HostTensor matmul(const HostTensor& a, const HostTensor& b, const Shape& out_shape) {
   const int64_t K = a.shape.back(), M = a.shape[a.shape.size() - 2], N = b.shape.back();
-  const Shape abatch(a.shape.begin(), a.shape.end() - 2), bbatch(b.shape.begin(), b.shape.end() - 2);
+  const Shape abatch(a.shape.begin(), a.shape.end() - 2),
+      bbatch(b.shape.begin(), b.shape.end() - 2);
   const Shape obatch(out_shape.begin(), out_shape.end() - 2);
   HostTensor y(out_shape);
   for_each_index(obatch.empty() ? Shape{1} : obatch, [&](const Index& bi, int64_t flat) {
@@ -208,18 +208,19 @@ HostTensor run_node(const Graph& g, const Node& n, const std::vector<const HostT
     return y;
   }
   if (op == "bias_add" || op == "batch_norm") {
-    const int64_t fallback = op == "bias_add" ? 1 : g.tensor(n.inputs[0]).layout == graph::Layout::NHWC ? 3 : 1;
+    const int64_t fallback = op == "bias_add"                                      ? 1
+                             : g.tensor(n.inputs[0]).layout == graph::Layout::NHWC ? 3
+                                                                                   : 1;
     const int axis = graph::normalize_axis(n, graph::attr_int(n, "axis", fallback), x.shape.size());
     const double eps = graph::attr_float(n, "epsilon", 1e-5);
     HostTensor y(out_shape);
     for_each_index(out_shape, [&](const Index& o, int64_t flat) {
       const int64_t c = o[axis];
       const double v = x.data[flat];
-      y.data[flat] = op == "bias_add"
-                         ? float(v + in[1]->data[c])
-                         : float((v - in[3]->data[c]) * in[1]->data[c] /
-                                     std::sqrt(double(in[4]->data[c]) + eps) +
-                                 in[2]->data[c]);
+      y.data[flat] = op == "bias_add" ? float(v + in[1]->data[c])
+                                      : float((v - in[3]->data[c]) * in[1]->data[c] /
+                                                  std::sqrt(double(in[4]->data[c]) + eps) +
+                                              in[2]->data[c]);
     });
     return y;
   }
@@ -288,11 +289,13 @@ HostTensor run_node(const Graph& g, const Node& n, const std::vector<const HostT
   graph::fail(n, "no reference implementation (internal error)");
 }
 
-graph::TensorMap run(const Graph& g, const graph::TensorMap& inputs, const graph::TensorMap& params) {
+graph::TensorMap run(const Graph& g, const graph::TensorMap& inputs,
+                     const graph::TensorMap& params) {
   graph::TensorMap values;
   for (const auto& name : g.inputs()) {
     auto it = inputs.find(name);
-    if (it == inputs.end()) throw graph::GraphError("reference: missing graph input '" + name + "'");
+    if (it == inputs.end())
+      throw graph::GraphError("reference: missing graph input '" + name + "'");
     if (it->second.shape != g.tensor(name).shape) {
       throw graph::GraphError("reference: input '" + name + "' has shape " +
                               graph::shape_to_string(it->second.shape) + ", the graph expects " +

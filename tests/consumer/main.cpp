@@ -12,7 +12,8 @@ int main() {
   for (int i = 0; i < 400; ++i) x[i] = -2.0f + 0.01f * float(i);
   for (int i = 0; i < 100; ++i) shift[i] = 0.001f * float(i);
   const auto& k = Registry::global().find("scaled_gelu", "fused", "host");
-  k.run({Tensor::f32(x.data(), {4, 100}), Tensor::f32(scale.data(), {1}), Tensor::f32(shift.data(), {100})},
+  k.run({Tensor::f32(x.data(), {4, 100}), Tensor::f32(scale.data(), {1}),
+         Tensor::f32(shift.data(), {100})},
         {Tensor::f32(y.data(), {4, 100})});
   int bad = 0;
   for (int i = 0; i < 400; ++i) {

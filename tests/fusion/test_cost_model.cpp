@@ -4,9 +4,9 @@
 #include <cmath>
 
 #include "fusion/cost/cost_model.h"
-#include "fusion/hardware/calibrate.h"
 #include "fusion/graph/builder.h"
 #include "fusion/graph/indexed_graph.h"
+#include "fusion/hardware/calibrate.h"
 
 using namespace opfuse::fusion;
 using namespace opfuse::graph;
@@ -75,10 +75,10 @@ TEST_CASE("exercise 7.2: roofline of C = A x B, 1024x768 x 768x512, 312 TFLOPS f
   const GroupEstimate e = model.estimate(ig, all_nodes(ig));
   CHECK(e.flops == 2.0 * 1024 * 768 * 512);
   CHECK(e.boundary_bytes() == 2.0 * (1024 * 768 + 768 * 512 + 1024 * 512));
-  CHECK(e.intensity == doctest::Approx(236.3).epsilon(1e-3));     // FLOP/B
-  CHECK(ridge_point(312e12, 2e12) == doctest::Approx(156.0));      // I_c
-  CHECK(e.bound == Bound::compute);                                // I > I_c
-  CHECK(e.attainable_flops == 312e12);                             // P = min(P_peak, I*B)
+  CHECK(e.intensity == doctest::Approx(236.3).epsilon(1e-3));  // FLOP/B
+  CHECK(ridge_point(312e12, 2e12) == doctest::Approx(156.0));  // I_c
+  CHECK(e.bound == Bound::compute);                            // I > I_c
+  CHECK(e.attainable_flops == 312e12);                         // P = min(P_peak, I*B)
 }
 
 TEST_CASE("7.1.1: an n-op elementwise chain speeds up by S = n under the model") {
@@ -192,8 +192,8 @@ TEST_CASE("profiles: built-ins, JSON round trip, clear errors") {
   CHECK(h.cores == 132);
   CHECK(h.main_memory().bandwidth_Bps == 4.8e12);
   CHECK(h.shared_memory_per_block_bytes == 227 * 1024);
-  CHECK_THROWS_WITH_AS(builtin_profile("tpu"), doctest::Contains("no built-in hardware profile 'tpu'"),
-                       std::runtime_error);
+  CHECK_THROWS_WITH_AS(builtin_profile("tpu"),
+                       doctest::Contains("no built-in hardware profile 'tpu'"), std::runtime_error);
   CHECK_THROWS_WITH_AS(profile_from_json(R"({"format": "opfuse.profile", "levels": []})", "p.json"),
                        doctest::Contains("peak_flops_f32"), std::runtime_error);
 }

@@ -28,7 +28,8 @@ Graph load(const std::string& model) {
 }  // namespace
 
 TEST_CASE("the parser reads the text's syntax with its precedence") {
-  CHECK(to_string(parse_pattern("Conv -> BatchNorm -> Activation")) == "Conv -> BatchNorm -> Activation");
+  CHECK(to_string(parse_pattern("Conv -> BatchNorm -> Activation")) ==
+        "Conv -> BatchNorm -> Activation");
   CHECK(to_string(parse_pattern("(Add | Mul | Activation)+")) == "(Add | Mul | Activation)+");
   CHECK(to_string(parse_pattern("(Linear || Linear || Linear) -> MatMul -> Softmax -> MatMul")) ==
         "(Linear || Linear || Linear) -> MatMul -> Softmax -> MatMul");
@@ -42,24 +43,28 @@ TEST_CASE("the parser reads the text's syntax with its precedence") {
 }
 
 TEST_CASE("pattern syntax errors say where and what") {
-  CHECK_THROWS_WITH_AS(parse_pattern("Conv -> Frobnicate"), doctest::Contains("unknown op or op class 'Frobnicate'"),
-                       PatternError);
-  CHECK_THROWS_WITH_AS(parse_pattern("Conv -> "), doctest::Contains("expected an op name at the end"), PatternError);
+  CHECK_THROWS_WITH_AS(parse_pattern("Conv -> Frobnicate"),
+                       doctest::Contains("unknown op or op class 'Frobnicate'"), PatternError);
+  CHECK_THROWS_WITH_AS(parse_pattern("Conv -> "),
+                       doctest::Contains("expected an op name at the end"), PatternError);
   CHECK_THROWS_WITH_AS(parse_pattern("(Conv -> Relu"), doctest::Contains("column"), PatternError);
-  CHECK_THROWS_WITH_AS(parse_pattern("Conv ) Relu"), doctest::Contains("unexpected ')'"), PatternError);
+  CHECK_THROWS_WITH_AS(parse_pattern("Conv ) Relu"), doctest::Contains("unexpected ')'"),
+                       PatternError);
 }
 
 TEST_CASE("rule files: one rule a line, priorities, comments, errors with the line number") {
-  const auto rules = parse_rules("# mine\nbias_relu: BiasAdd -> Activation @ 2.5\n\nsig: sigmoid\n", "mine.rules");
+  const auto rules =
+      parse_rules("# mine\nbias_relu: BiasAdd -> Activation @ 2.5\n\nsig: sigmoid\n", "mine.rules");
   REQUIRE(rules.size() == 2);
   CHECK(rules[0].name == "bias_relu");
   CHECK(rules[0].priority == 2.5);
   CHECK(rules[1].pattern.name == "sigmoid");
-  CHECK_THROWS_WITH_AS(parse_rules("ok: relu\nbad: relu -> ->\n", "r.rules"), doctest::Contains("r.rules:2"),
-                       PatternError);
-  CHECK_THROWS_WITH_AS(parse_rules("a: relu\na: tanh\n", "r.rules"), doctest::Contains("duplicate rule name 'a'"),
-                       PatternError);
-  CHECK_THROWS_WITH_AS(parse_rules("no colon here\n"), doctest::Contains("expected 'name: pattern'"), PatternError);
+  CHECK_THROWS_WITH_AS(parse_rules("ok: relu\nbad: relu -> ->\n", "r.rules"),
+                       doctest::Contains("r.rules:2"), PatternError);
+  CHECK_THROWS_WITH_AS(parse_rules("a: relu\na: tanh\n", "r.rules"),
+                       doctest::Contains("duplicate rule name 'a'"), PatternError);
+  CHECK_THROWS_WITH_AS(parse_rules("no colon here\n"),
+                       doctest::Contains("expected 'name: pattern'"), PatternError);
 }
 
 TEST_CASE("exercise 7.3: 'consecutive elementwise ops fuse' matches three concrete chains") {
@@ -71,9 +76,13 @@ TEST_CASE("exercise 7.3: 'consecutive elementwise ops fuse' matches three concre
     size_t ops;
   };
   const std::vector<Chain> chains = {
-      {"bias + relu", [](GraphBuilder& g, auto x) { return g.relu(g.add(x, g.param("b", {16}))); }, 2},
+      {"bias + relu", [](GraphBuilder& g, auto x) { return g.relu(g.add(x, g.param("b", {16}))); },
+       2},
       {"scale + shift + gelu",
-       [](GraphBuilder& g, auto x) { return g.gelu(g.add(g.mul(x, g.param("s", {1})), g.param("t", {1}))); }, 3},
+       [](GraphBuilder& g, auto x) {
+         return g.gelu(g.add(g.mul(x, g.param("s", {1})), g.param("t", {1})));
+       },
+       3},
       {"swish-like x * sigmoid(x) + tanh",
        [](GraphBuilder& g, auto x) { return g.tanh(g.mul(g.sigmoid(x), x)); }, 3},
   };

@@ -22,7 +22,8 @@ std::vector<std::vector<std::string>> groups(const FusionPlan& p) {
   return out;
 }
 
-FusionPlan plan(const Graph& g, const PlannerOptions& o = {}, const char* profile = "epyc-avx512-2c") {
+FusionPlan plan(const Graph& g, const PlannerOptions& o = {},
+                const char* profile = "epyc-avx512-2c") {
   const RooflineCostModel model(builtin_profile(profile));
   return plan_fusion(g, model, o);
 }
@@ -58,10 +59,11 @@ TEST_CASE("zoo plans are what an expert would do") {
     SUBCASE("mlp: first linear with its bias and GELU, second linear alone") {
       const FusionPlan p = plan(load("mlp", size), {}, profile);
       CHECK(groups(p) == std::vector<std::vector<std::string>>{{"linear_0", "bias_add_0", "gelu_0"},
-                                                                {"linear_1"}});
+                                                               {"linear_1"}});
     }
     SUBCASE("elementwise chains, layer norm and softmax: one group each") {
-      for (const char* m : {"ew_chain_2", "ew_chain_4", "ew_chain_8", "ew_chain_16", "layernorm", "softmax"}) {
+      for (const char* m :
+           {"ew_chain_2", "ew_chain_4", "ew_chain_8", "ew_chain_16", "layernorm", "softmax"}) {
         CAPTURE(m);
         const Graph g = load(m, size);
         const FusionPlan p = plan(g, {}, profile);
@@ -189,7 +191,8 @@ TEST_CASE("legality: stateful nodes are never fused, convexity, window inputs, r
   const Legality lm(im, model, kDefaultMaxGroupOps);
   std::vector<size_t> relu_and_max;
   for (size_t i = 0; i < mixed.nodes().size(); ++i) {
-    if (mixed.nodes()[i].name == "relu_0" || mixed.nodes()[i].name == "max_pool_0") relu_and_max.push_back(i);
+    if (mixed.nodes()[i].name == "relu_0" || mixed.nodes()[i].name == "max_pool_0")
+      relu_and_max.push_back(i);
   }
   CHECK(!lm.windows_read_private_inputs(relu_and_max));
 }
@@ -199,23 +202,30 @@ TEST_CASE("a user's plan overrides the planner's groups, and illegal ones are re
   const RooflineCostModel model(builtin_profile("epyc-avx512-2c"));
   // The planner's own plan JSON is a valid input and gives back the same groups.
   const FusionPlan mine = plan_fusion(g, model);
-  const FusionPlan same = plan_from_user_groups(g, model, user_groups_from_plan_json(plan_to_json(mine), "p.json"));
+  const FusionPlan same =
+      plan_from_user_groups(g, model, user_groups_from_plan_json(plan_to_json(mine), "p.json"));
   CHECK(groups(same) == groups(mine));
   // Pool kept apart, a smaller tile for the CBR group.
   const auto edited = user_groups_from_plan_json(R"({"groups": [
       {"nodes": ["conv2d_0", "batch_norm_0", "relu_0"], "schedule": {"tile_fraction": 0.25}},
-      {"nodes": ["max_pool_0"]}]})", "edited.json");
+      {"nodes": ["max_pool_0"]}]})",
+                                                 "edited.json");
   const FusionPlan p = plan_from_user_groups(g, model, edited);
-  CHECK(groups(p) == std::vector<std::vector<std::string>>{{"conv2d_0", "batch_norm_0", "relu_0"}, {"max_pool_0"}});
+  CHECK(groups(p) == std::vector<std::vector<std::string>>{{"conv2d_0", "batch_norm_0", "relu_0"},
+                                                           {"max_pool_0"}});
   CHECK(p.groups[0].intent.tile_fraction == 0.25);
   CHECK(p.groups[0].rule == "user");
   // A non-convex group: conv and relu without the batch norm between them.
-  CHECK_THROWS_WITH_AS(plan_from_user_groups(g, model, user_groups_from_plan_json(R"({"groups": [
-      {"nodes": ["conv2d_0", "relu_0"]}, {"nodes": ["batch_norm_0"]}, {"nodes": ["max_pool_0"]}]})", "bad.json")),
+  CHECK_THROWS_WITH_AS(plan_from_user_groups(g, model,
+                                             user_groups_from_plan_json(R"({"groups": [
+      {"nodes": ["conv2d_0", "relu_0"]}, {"nodes": ["batch_norm_0"]}, {"nodes": ["max_pool_0"]}]})",
+                                                                        "bad.json")),
                        doctest::Contains("not legal"), std::invalid_argument);
-  CHECK_THROWS_WITH_AS(plan_from_user_groups(g, model, user_groups_from_plan_json(R"({"groups": [
-      {"nodes": ["conv2d_0", "batch_norm_0", "relu_0"]}]})", "short.json")),
+  CHECK_THROWS_WITH_AS(plan_from_user_groups(g, model,
+                                             user_groups_from_plan_json(R"({"groups": [
+      {"nodes": ["conv2d_0", "batch_norm_0", "relu_0"]}]})",
+                                                                        "short.json")),
                        doctest::Contains("'max_pool_0' is in no group"), std::invalid_argument);
-  CHECK_THROWS_WITH_AS(user_groups_from_plan_json("{}", "empty.json"), doctest::Contains("\"groups\""),
-                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(user_groups_from_plan_json("{}", "empty.json"),
+                       doctest::Contains("\"groups\""), std::invalid_argument);
 }

@@ -92,7 +92,8 @@ TEST_CASE("planner properties on 1000 random DAGs") {
         for (const auto& in : n.inputs) {
           if (g.tensor(in).kind == TensorKind::param) continue;
           const int pr = ig.producer(in);
-          if (pr >= 0 && members.count(ig.node(pr).name)) parent[find(n.name)] = find(ig.node(pr).name);
+          if (pr >= 0 && members.count(ig.node(pr).name))
+            parent[find(n.name)] = find(ig.node(pr).name);
           if (reader.count(in)) parent[find(n.name)] = find(reader[in]);
           reader[in] = n.name;
         }

@@ -26,7 +26,8 @@ TEST_CASE("ew_chain_opencl on PoCL equals the C++ reference") {
     in.set_host_dirty();
     opfuse::runtime::check(ew_chain_opencl(in, 1.25f, -0.5f, out), "ew_chain_opencl");
     out.copy_to_host();
-    CHECK(out.raw_buffer()->device_interface == halide_opencl_device_interface());  // it did run on OpenCL
+    CHECK(out.raw_buffer()->device_interface ==
+          halide_opencl_device_interface());  // it did run on OpenCL
     // Tolerance: kEwChainTolerance (OpenCL C contracts scale * x + bias into an FMA).
     const auto cmp = opfuse::reference::compare(y, opfuse::reference::ew_chain(x, 1.25f, -0.5f),
                                                 opfuse::reference::kEwChainTolerance);

@@ -7,17 +7,16 @@
 #include <array>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
-
-#include <nlohmann/json.hpp>
 
 #include "fusion/graph/json_io.h"
 
 namespace {
 
 struct Produce {
-  std::string section;               // the function the line is in ("..._par_for_<loop>" for tile bodies)
+  std::string section;  // the function the line is in ("..._par_for_<loop>" for tile bodies)
   std::vector<std::string> enclosing;  // produce blocks it is nested in
 };
 
@@ -73,11 +72,13 @@ TEST_CASE("each zoo model's host loop nest follows its plan") {
   for (const auto& [model, strategy, stmt] : entries()) {
     INFO(model << " " << strategy);
     const auto produces = parse_stmt(stmt);
-    const std::string plan_path = stmt.substr(0, stmt.size() - 5) + ".plan.json";  // X.stmt -> X.plan.json
+    const std::string plan_path =
+        stmt.substr(0, stmt.size() - 5) + ".plan.json";  // X.stmt -> X.plan.json
     std::ifstream pin(plan_path);
     REQUIRE_MESSAGE(pin.good(), "missing " << plan_path);
     const auto plan = nlohmann::json::parse(pin);
-    const auto g = opfuse::graph::load_graph_json(std::string(OPFUSE_MODELS_DIR) + "/cpu/" + model + ".json");
+    const auto g =
+        opfuse::graph::load_graph_json(std::string(OPFUSE_MODELS_DIR) + "/cpu/" + model + ".json");
     std::set<std::string> outputs(g.outputs().begin(), g.outputs().end());
     for (const auto& group : plan["groups"]) {
       const auto& sched = group["schedule"];
@@ -93,11 +94,13 @@ TEST_CASE("each zoo model's host loop nest follows its plan") {
       }
       for (const std::string m : sched["compute_at"]) {
         const auto range = produces.equal_range(m);
-        REQUIRE_MESSAGE(range.first != range.second, m << " is computed at a tile, yet never produced");
+        REQUIRE_MESSAGE(range.first != range.second,
+                        m << " is computed at a tile, yet never produced");
         for (auto it = range.first; it != range.second; ++it) {
           bool inside = false;
           for (const auto& r : roots) {
-            inside = inside || it->second.section.find("_par_for_" + r + "_s0") != std::string::npos;
+            inside =
+                inside || it->second.section.find("_par_for_" + r + "_s0") != std::string::npos;
             for (const auto& e : it->second.enclosing) inside = inside || e == r;
           }
           CHECK_MESSAGE(inside, m << " should be computed inside the tile loop of its root");

@@ -21,11 +21,14 @@ struct Call {
   graph::Graph g;
   graph::TensorMap inputs, params, outputs;
   std::vector<Tensor> ins, outs;
-  explicit Call(const std::string& model) : g(graph::load_graph_json(std::string(OPFUSE_MODELS_DIR) + "/cpu/" + model + ".json")) {
+  explicit Call(const std::string& model)
+      : g(graph::load_graph_json(std::string(OPFUSE_MODELS_DIR) + "/cpu/" + model + ".json")) {
     inputs = graph::random_inputs(g, 5);
     params = graph::param_values(g);
-    for (const auto& n : g.inputs()) ins.push_back(Tensor::f32(inputs[n].data.data(), inputs[n].shape));
-    for (const auto& n : g.params()) ins.push_back(Tensor::f32(params[n].data.data(), params[n].shape));
+    for (const auto& n : g.inputs())
+      ins.push_back(Tensor::f32(inputs[n].data.data(), inputs[n].shape));
+    for (const auto& n : g.params())
+      ins.push_back(Tensor::f32(params[n].data.data(), params[n].shape));
     for (const auto& n : g.outputs()) {
       outputs[n] = graph::HostTensor(g.tensor(n).shape);
       outs.push_back(Tensor::f32(outputs[n].data.data(), outputs[n].shape));
@@ -70,7 +73,9 @@ TEST_CASE("bad calls fail cleanly, naming the argument and what was expected") {
   SUBCASE("wrong dtype") {
     auto outs = c.outs;
     outs[0].dtype = runtime::DType::f16;
-    CHECK(error_of([&] { k.run(c.ins, outs); }).find("output 'max_pool_0_out' must be f32, got f16") != std::string::npos);
+    CHECK(error_of([&] {
+            k.run(c.ins, outs);
+          }).find("output 'max_pool_0_out' must be f32, got f16") != std::string::npos);
   }
   SUBCASE("null data") {
     auto ins = c.ins;
@@ -80,7 +85,8 @@ TEST_CASE("bad calls fail cleanly, naming the argument and what was expected") {
   SUBCASE("wrong argument count") {
     auto ins = c.ins;
     ins.pop_back();
-    CHECK(error_of([&] { k.run(ins, c.outs); }).find("takes 6 inputs and 1 outputs, got 5 and 1") != std::string::npos);
+    CHECK(error_of([&] { k.run(ins, c.outs); }).find("takes 6 inputs and 1 outputs, got 5 and 1") !=
+          std::string::npos);
   }
 }
 
@@ -100,7 +106,8 @@ TEST_CASE("8 threads call fused kernels at once, with wrong calls interleaved") 
         try {
           k.run(ins, outs);
           if ((t + i) % 5 == 0) ++other_errors;  // should have failed
-          const auto cmp = reference::compare(out.data, want.at(c.g.outputs()[0]).data, testing::kZooTolerance);
+          const auto cmp =
+              reference::compare(out.data, want.at(c.g.outputs()[0]).data, testing::kZooTolerance);
           if (!cmp.ok()) ++wrong_results;
         } catch (const std::invalid_argument&) {
           ++clean_errors;
@@ -143,7 +150,7 @@ TEST_CASE("the pooled allocator reuses intermediates across calls and keeps resu
   for (int i = 0; i < 10; ++i) k.run(c.ins, c.outs);
   CHECK(runtime::pooled_bytes() <= 2 * after_first);
   const graph::TensorMap want = reference::run(c.g, c.inputs, c.params);
-  const auto cmp = reference::compare(c.outputs[c.g.outputs()[0]].data, want.at(c.g.outputs()[0]).data,
-                                      testing::kZooTolerance);
+  const auto cmp = reference::compare(c.outputs[c.g.outputs()[0]].data,
+                                      want.at(c.g.outputs()[0]).data, testing::kZooTolerance);
   CHECK_MESSAGE(cmp.ok(), cmp.summary());
 }

@@ -1,5 +1,5 @@
-// Every zoo model's fused, unfused and Anderson2021 CUDA library: its PTX assembles with ptxas for sm_90
-// (H200), and fusion lowers the number of GPU kernels.
+// Every zoo model's fused, unfused and Anderson2021 CUDA library: its PTX assembles with ptxas for
+// sm_90 (H200), and fusion lowers the number of GPU kernels.
 #include <doctest/doctest.h>
 
 #include <cstdio>
@@ -34,14 +34,15 @@ std::vector<Entry> entries() {
 
 int count_kernels(const std::string& ptx) {
   int n = 0;
-  for (size_t at = ptx.find(".entry"); at != std::string::npos; at = ptx.find(".entry", at + 1)) ++n;
+  for (size_t at = ptx.find(".entry"); at != std::string::npos; at = ptx.find(".entry", at + 1))
+    ++n;
   return n;
 }
 
 }  // namespace
 
 TEST_CASE("zoo CUDA kernels assemble for " OPFUSE_PTX_ARCH " and fusion cuts the kernel count") {
-  std::map<std::string, std::map<std::string, int>> kernels;
+  std::map<std::string, std::map<std::string, int> > kernels;
   for (const Entry& e : entries()) {
     CAPTURE(e.path);
     std::ifstream in(e.path);
@@ -49,14 +50,15 @@ TEST_CASE("zoo CUDA kernels assemble for " OPFUSE_PTX_ARCH " and fusion cuts the
     std::stringstream ss;
     ss << in.rdbuf();
     kernels[e.model][e.strategy] = count_kernels(ss.str());
-    const std::string cmd = std::string("\"" OPFUSE_PTXAS "\" -arch=" OPFUSE_PTX_ARCH " \"") + e.path +
-                            "\" -o \"" + e.path + ".cubin\" 2>&1";
+    const std::string cmd = std::string("\"" OPFUSE_PTXAS "\" -arch=" OPFUSE_PTX_ARCH " \"") +
+                            e.path + "\" -o \"" + e.path + ".cubin\" 2>&1";
     CHECK(std::system(cmd.c_str()) == 0);
   }
   std::printf("GPU kernels per zoo model (unfused -> fused):\n");
   for (const auto& [model, k] : kernels) {
-    std::printf("  %-12s %2d -> %2d   (Anderson2021: %s)\n", model.c_str(), k.at("unfused"), k.at("fused"),
-                k.count("Anderson2021") ? std::to_string(k.at("Anderson2021")).c_str() : "not built");
+    std::printf(
+        "  %-12s %2d -> %2d   (Anderson2021: %s)\n", model.c_str(), k.at("unfused"), k.at("fused"),
+        k.count("Anderson2021") ? std::to_string(k.at("Anderson2021")).c_str() : "not built");
     CHECK(k.at("fused") <= k.at("unfused"));
   }
   CHECK(kernels["cbr_pool"]["unfused"] == 4);

@@ -11,13 +11,11 @@ using opfuse::testing::check_graph_error;
 namespace {
 
 // A graph document with one NCHW input x [1,3,8,8] and the given params, nodes and outputs.
-std::string doc(const std::string& nodes, const std::string& outputs,
-                const std::string& params = "[]",
-                const std::string& inputs =
-                    R"([{"name": "x", "shape": [1,3,8,8], "layout": "NCHW"}])") {
+std::string doc(
+    const std::string& nodes, const std::string& outputs, const std::string& params = "[]",
+    const std::string& inputs = R"([{"name": "x", "shape": [1,3,8,8], "layout": "NCHW"}])") {
   return R"({"format": "opfuse.graph", "version": 1, "name": "bad", "inputs": )" + inputs +
-         R"(, "params": )" + params + R"(, "nodes": )" + nodes + R"(, "outputs": )" + outputs +
-         "}";
+         R"(, "params": )" + params + R"(, "nodes": )" + nodes + R"(, "outputs": )" + outputs + "}";
 }
 
 void expect(const std::string& text, std::initializer_list<std::string> needles) {
@@ -30,7 +28,8 @@ const std::string kW = R"([{"name": "w", "shape": [4,3,3,3]}])";
 
 TEST_CASE("bad graph: cycle") {
   expect(doc(R"([{"name": "a", "op": "add", "inputs": ["x", "b"]},
-                 {"name": "b", "op": "relu", "inputs": ["a"]}])", R"(["b"])"),
+                 {"name": "b", "op": "relu", "inputs": ["a"]}])",
+             R"(["b"])"),
          {"cycle", "'a'", "'b'"});
 }
 
@@ -46,13 +45,15 @@ TEST_CASE("bad graph: duplicate tensor name") {
 
 TEST_CASE("bad graph: duplicate node name") {
   expect(doc(R"([{"name": "r", "op": "relu", "inputs": ["x"]},
-                 {"name": "r", "op": "relu", "inputs": ["x"], "outputs": ["r2"]}])", R"(["r"])"),
+                 {"name": "r", "op": "relu", "inputs": ["x"], "outputs": ["r2"]}])",
+             R"(["r"])"),
          {"duplicate node name 'r'"});
 }
 
 TEST_CASE("bad graph: tensor produced by two nodes") {
   expect(doc(R"([{"name": "a", "op": "relu", "inputs": ["x"], "outputs": ["t"]},
-                 {"name": "b", "op": "tanh", "inputs": ["x"], "outputs": ["t"]}])", R"(["t"])"),
+                 {"name": "b", "op": "tanh", "inputs": ["x"], "outputs": ["t"]}])",
+             R"(["t"])"),
          {"node 'b'", "output 't'", "produced by node 'a'"});
 }
 
@@ -74,15 +75,17 @@ TEST_CASE("bad graph: missing attribute") {
 }
 
 TEST_CASE("bad graph: stride 0") {
-  expect(doc(R"([{"name": "c", "op": "conv2d", "inputs": ["x", "w"], "attrs": {"strides": [0, 1]}}])",
-             R"(["c"])", kW),
-         {"node 'c' (conv2d)", "'strides' must be >= 1", "[0,1]"});
+  expect(
+      doc(R"([{"name": "c", "op": "conv2d", "inputs": ["x", "w"], "attrs": {"strides": [0, 1]}}])",
+          R"(["c"])", kW),
+      {"node 'c' (conv2d)", "'strides' must be >= 1", "[0,1]"});
 }
 
 TEST_CASE("bad graph: negative padding") {
-  expect(doc(R"([{"name": "c", "op": "conv2d", "inputs": ["x", "w"], "attrs": {"pads": [1, -1, 1, 1]}}])",
-             R"(["c"])", kW),
-         {"node 'c'", "'pads' must not be negative"});
+  expect(
+      doc(R"([{"name": "c", "op": "conv2d", "inputs": ["x", "w"], "attrs": {"pads": [1, -1, 1, 1]}}])",
+          R"(["c"])", kW),
+      {"node 'c'", "'pads' must not be negative"});
 }
 
 TEST_CASE("bad graph: kernel larger than the padded input") {
@@ -113,9 +116,10 @@ TEST_CASE("bad graph: shape too large for 32-bit indexing") {
 }
 
 TEST_CASE("bad graph: attribute of the wrong type") {
-  expect(doc(R"([{"name": "c", "op": "conv2d", "inputs": ["x", "w"], "attrs": {"strides": "two"}}])",
-             R"(["c"])", kW),
-         {"node 'c'", "'strides' must be a list of ints", "string"});
+  expect(
+      doc(R"([{"name": "c", "op": "conv2d", "inputs": ["x", "w"], "attrs": {"strides": "two"}}])",
+          R"(["c"])", kW),
+      {"node 'c'", "'strides' must be a list of ints", "string"});
 }
 
 TEST_CASE("bad graph: conv channel mismatch") {
@@ -145,11 +149,13 @@ TEST_CASE("bad graph: impossible reshape, bad permutation, bad axis") {
   expect(doc(R"([{"name": "r", "op": "reshape", "inputs": ["x"], "attrs": {"shape": [5, -1]}}])",
              R"(["r"])"),
          {"node 'r'", "cannot reshape [1,3,8,8]"});
-  expect(doc(R"([{"name": "t", "op": "transpose", "inputs": ["x"], "attrs": {"perm": [0, 1, 1, 3]}}])",
-             R"(["t"])"),
-         {"node 't'", "not a permutation"});
-  expect(doc(R"([{"name": "s", "op": "softmax", "inputs": ["x"], "attrs": {"axis": 4}}])", R"(["s"])"),
-         {"node 's'", "axis 4 is out of range for rank 4"});
+  expect(
+      doc(R"([{"name": "t", "op": "transpose", "inputs": ["x"], "attrs": {"perm": [0, 1, 1, 3]}}])",
+          R"(["t"])"),
+      {"node 't'", "not a permutation"});
+  expect(
+      doc(R"([{"name": "s", "op": "softmax", "inputs": ["x"], "attrs": {"axis": 4}}])", R"(["s"])"),
+      {"node 's'", "axis 4 is out of range for rank 4"});
 }
 
 TEST_CASE("bad graph: param data of the wrong length, norm params of the wrong shape") {
@@ -163,10 +169,12 @@ TEST_CASE("bad graph: param data of the wrong length, norm params of the wrong s
 
 TEST_CASE("bad file: invalid JSON, wrong version, unknown key, wrong type") {
   expect("{\"format\": ", {"bad.json", "not valid JSON"});
-  expect(R"({"format": "opfuse.graph", "version": 7, "name": "v", "inputs": [], "nodes": [], "outputs": []})",
-         {"$.version", "unsupported version 7"});
-  expect(R"({"format": "opfuse.graph", "version": 1, "name": "v", "inputs": [], "nodes": [], "outputs": [], "extra": 1})",
-         {"unknown key 'extra'"});
+  expect(
+      R"({"format": "opfuse.graph", "version": 7, "name": "v", "inputs": [], "nodes": [], "outputs": []})",
+      {"$.version", "unsupported version 7"});
+  expect(
+      R"({"format": "opfuse.graph", "version": 1, "name": "v", "inputs": [], "nodes": [], "outputs": [], "extra": 1})",
+      {"unknown key 'extra'"});
   expect(doc(R"([{"name": "r", "op": "relu", "inputs": "x"}])", R"(["r"])"),
          {"$.nodes[0].inputs", "expected an array"});
   expect(doc("[]", R"(["x"])", "[]", R"([{"name": "x", "shape": [2], "dtype": "int8"}])"),
@@ -177,7 +185,8 @@ TEST_CASE("bad graph: invalid groups and clamp bounds") {
   expect(doc(R"([{"name": "c", "op": "conv2d", "inputs": ["x", "w"], "attrs": {"groups": 2}}])",
              R"(["c"])", R"([{"name": "w", "shape": [4,1,3,3]}])"),
          {"node 'c'", "groups 2 must divide input channels 3"});
-  expect(doc(R"([{"name": "c", "op": "clamp", "inputs": ["x"], "attrs": {"min": 2.0, "max": 1.0}}])",
-             R"(["c"])"),
-         {"node 'c'", "min <= max"});
+  expect(
+      doc(R"([{"name": "c", "op": "clamp", "inputs": ["x"], "attrs": {"min": 2.0, "max": 1.0}}])",
+          R"(["c"])"),
+      {"node 'c'", "min <= max"});
 }

@@ -41,7 +41,9 @@ TEST_CASE("builder errors point at the call that made them") {
   GraphBuilder g("bad");
   auto x = g.input("x", {1, 3, 8, 8}, Layout::NCHW);
   opfuse::testing::check_graph_error(
-      [&] { g.conv2d(x, g.param("w", {4, 5, 3, 3})); },
+      [&] {
+        g.conv2d(x, g.param("w", {4, 5, 3, 3}));
+      },
       {"conv2d_0", "weight 'w'", "expects 5 input channels", "has 3"});
 }
 

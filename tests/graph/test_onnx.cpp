@@ -30,12 +30,16 @@ struct OnnxModel {
     tt->set_elem_type(onnx::TensorProto::FLOAT);
     for (int64_t d : shape) {
       auto* dim = tt->mutable_shape()->add_dim();
-      if (symbolic) dim->set_dim_param("N"); else dim->set_dim_value(d);
+      if (symbolic)
+        dim->set_dim_param("N");
+      else
+        dim->set_dim_value(d);
       symbolic = false;
     }
   }
   void output(const std::string& name) { m.mutable_graph()->add_output()->set_name(name); }
-  void init(const std::string& name, const std::vector<int64_t>& dims, const std::vector<float>& v) {
+  void init(const std::string& name, const std::vector<int64_t>& dims,
+            const std::vector<float>& v) {
     auto* t = m.mutable_graph()->add_initializer();
     t->set_name(name);
     t->set_data_type(onnx::TensorProto::FLOAT);
@@ -49,8 +53,8 @@ struct OnnxModel {
     t->add_dims(int64_t(v.size()));
     for (int64_t x : v) t->add_int64_data(x);
   }
-  onnx::NodeProto* node(const std::string& op, const std::string& name,
-                        std::vector<std::string> in, const std::string& out) {
+  onnx::NodeProto* node(const std::string& op, const std::string& name, std::vector<std::string> in,
+                        const std::string& out) {
     auto* n = m.mutable_graph()->add_node();
     n->set_op_type(op);
     n->set_name(name);
@@ -133,12 +137,18 @@ TEST_CASE("an ONNX Conv-BN-Relu-MaxPool model imports to the JSON graph and comp
 
   const std::string json = R"({"format": "opfuse.graph", "version": 1, "name": "onnx_test",
     "inputs": [{"name": "x", "shape": [1,3,10,10], "layout": "NCHW"}],
-    "params": [{"name": "w", "shape": [4,3,3,3], "data": )" + floats_json(w) + R"(},
-               {"name": "b", "shape": [4], "data": )" + floats_json(b) + R"(},
-               {"name": "gamma", "shape": [4], "data": )" + floats_json(gamma) + R"(},
-               {"name": "beta", "shape": [4], "data": )" + floats_json(beta) + R"(},
-               {"name": "mean", "shape": [4], "data": )" + floats_json(mean) + R"(},
-               {"name": "var", "shape": [4], "data": )" + floats_json(var) + R"(}],
+    "params": [{"name": "w", "shape": [4,3,3,3], "data": )" +
+                           floats_json(w) + R"(},
+               {"name": "b", "shape": [4], "data": )" +
+                           floats_json(b) + R"(},
+               {"name": "gamma", "shape": [4], "data": )" +
+                           floats_json(gamma) + R"(},
+               {"name": "beta", "shape": [4], "data": )" +
+                           floats_json(beta) + R"(},
+               {"name": "mean", "shape": [4], "data": )" +
+                           floats_json(mean) + R"(},
+               {"name": "var", "shape": [4], "data": )" +
+                           floats_json(var) + R"(}],
     "nodes": [
       {"name": "conv", "op": "conv2d", "inputs": ["x", "w", "b"], "outputs": ["c"],
        "attrs": {"strides": [1,1], "pads": [1,1,1,1], "groups": 1, "layout": "NCHW"}},
@@ -193,8 +203,9 @@ TEST_CASE("ONNX: unsupported ops and features are refused by name") {
     om.input("x", {1, 4});
     om.node("LSTM", "rnn", {"x"}, "y");
     om.output("y");
-    opfuse::testing::check_graph_error([&] { import_onnx_bytes(om.bytes(), "lstm.onnx"); },
-                                       {"lstm.onnx", "node 'rnn'", "LSTM", "opset 17", "not supported"});
+    opfuse::testing::check_graph_error(
+        [&] { import_onnx_bytes(om.bytes(), "lstm.onnx"); },
+        {"lstm.onnx", "node 'rnn'", "LSTM", "opset 17", "not supported"});
   }
   {
     OnnxModel om;
@@ -214,6 +225,7 @@ TEST_CASE("ONNX: unsupported ops and features are refused by name") {
     opfuse::testing::check_graph_error([&] { import_onnx_bytes(om.bytes()); },
                                        {"node 'mp'", "ceil_mode"});
   }
-  opfuse::testing::check_graph_error([] { import_onnx_bytes("not a protobuf at all", "junk.onnx"); },
-                                     {"junk.onnx", "not a valid ONNX model"});
+  opfuse::testing::check_graph_error(
+      [] { import_onnx_bytes("not a protobuf at all", "junk.onnx"); },
+      {"junk.onnx", "not a valid ONNX model"});
 }

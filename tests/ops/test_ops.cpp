@@ -50,7 +50,10 @@ TEST_CASE("elementwise ops") {
       {"relu", kExact, [](B& g, B::T x) { return g.relu(x); }},
       {"leaky_relu", kExact, [](B& g, B::T x) { return g.leaky_relu(x, 0.2); }},
       {"clamp", kExact, [](B& g, B::T x) { return g.clamp(x, -0.25, 0.5); }},
-      {"relu6", kExact, [](B& g, B::T x) { return g.relu6(g.mul(x, g.param("k", {1}, {8, 8}))); }},
+      {"relu6", kExact,
+       [](B& g, B::T x) {
+         return g.relu6(g.mul(x, g.param("k", {1}, {8, 8})));
+       }},
       {"sigmoid", kTranscendental, [](B& g, B::T x) { return g.sigmoid(x); }},
       {"tanh", kTranscendental, [](B& g, B::T x) { return g.tanh(x); }},
       {"exp", kTranscendental, [](B& g, B::T x) { return g.exp(x); }},
@@ -75,7 +78,10 @@ TEST_CASE("binary ops broadcast as numpy") {
       GraphBuilder g(op);
       auto x = g.input("a", a), y = g.input("b", b);
       const std::string o = op;
-      g.output(o == "add" ? g.add(x, y) : o == "sub" ? g.sub(x, y) : o == "mul" ? g.mul(x, y) : g.div(x, y));
+      g.output(o == "add"   ? g.add(x, y)
+               : o == "sub" ? g.sub(x, y)
+               : o == "mul" ? g.mul(x, y)
+                            : g.div(x, y));
       check_root_matches_reference(g.build(), kExact);
     }
   }
@@ -89,7 +95,8 @@ TEST_CASE("bias_add, batch_norm, layer_norm, softmax") {
   for (Layout l : {Layout::NCHW, Layout::NHWC}) {
     CAPTURE(to_string(l));
     check_root_matches_reference(
-        one_op("bn", {2, 5, 7, 6}, [](GraphBuilder& g, auto x) { return g.batch_norm(x); }, l),
+        one_op(
+            "bn", {2, 5, 7, 6}, [](GraphBuilder& g, auto x) { return g.batch_norm(x); }, l),
         kNormalisation);
   }
   for (int64_t axis : {-1, 1}) {
@@ -175,13 +182,18 @@ TEST_CASE("pools") {
       CAPTURE(k);
       CAPTURE(p);
       check_root_matches_reference(
-          one_op("max", s, [&](GraphBuilder& g, auto x) { return g.max_pool(x, k, st, p); }, l), kExact);
+          one_op(
+              "max", s, [&](GraphBuilder& g, auto x) { return g.max_pool(x, k, st, p); }, l),
+          kExact);
       check_root_matches_reference(
-          one_op("avg", s, [&](GraphBuilder& g, auto x) { return g.avg_pool(x, k, st, p); }, l),
+          one_op(
+              "avg", s, [&](GraphBuilder& g, auto x) { return g.avg_pool(x, k, st, p); }, l),
           kReduction);
     }
     check_root_matches_reference(
-        one_op("gap", s, [](GraphBuilder& g, auto x) { return g.global_avg_pool(x); }, l), kReduction);
+        one_op(
+            "gap", s, [](GraphBuilder& g, auto x) { return g.global_avg_pool(x); }, l),
+        kReduction);
   }
   // count_include_pad = 1 divides by the full window, padding included.
   check_root_matches_reference(
@@ -191,14 +203,26 @@ TEST_CASE("pools") {
 }
 
 TEST_CASE("transpose, reshape, concat") {
-  check_root_matches_reference(
-      one_op("t", {2, 3, 4, 5}, [](GraphBuilder& g, auto x) { return g.transpose(x, {0, 2, 3, 1}); }), kExact);
-  check_root_matches_reference(
-      one_op("t2", {3, 7}, [](GraphBuilder& g, auto x) { return g.transpose(x, {1, 0}); }), kExact);
-  check_root_matches_reference(
-      one_op("r", {2, 3, 4, 5}, [](GraphBuilder& g, auto x) { return g.reshape(x, {6, -1}); }), kExact);
-  check_root_matches_reference(
-      one_op("r2", {6, 10}, [](GraphBuilder& g, auto x) { return g.reshape(x, {3, 0, 2}); }), kExact);
+  check_root_matches_reference(one_op("t", {2, 3, 4, 5},
+                                      [](GraphBuilder& g, auto x) {
+                                        return g.transpose(x, {0, 2, 3, 1});
+                                      }),
+                               kExact);
+  check_root_matches_reference(one_op("t2", {3, 7},
+                                      [](GraphBuilder& g, auto x) {
+                                        return g.transpose(x, {1, 0});
+                                      }),
+                               kExact);
+  check_root_matches_reference(one_op("r", {2, 3, 4, 5},
+                                      [](GraphBuilder& g, auto x) {
+                                        return g.reshape(x, {6, -1});
+                                      }),
+                               kExact);
+  check_root_matches_reference(one_op("r2", {6, 10},
+                                      [](GraphBuilder& g, auto x) {
+                                        return g.reshape(x, {3, 0, 2});
+                                      }),
+                               kExact);
   for (int64_t axis : {0, 1, -1}) {
     CAPTURE(axis);
     GraphBuilder g("concat");

@@ -11,10 +11,9 @@
 #include <random>
 
 #include "Halide.h"
-
 #include "fusion/cost/cost_model.h"
-#include "fusion/graph/json_io.h"
 #include "fusion/graph/builder.h"
+#include "fusion/graph/json_io.h"
 #include "fusion/graph/random_graph.h"
 #include "fusion/planner/planner.h"
 #include "fusion/reference/compare.h"
@@ -48,7 +47,7 @@ TEST_CASE("random graphs: fused, unfused and random legal plans equal the refere
     o.nodes = 3 + rng() % 10;
     o.window = 2 + rng() % 4;
     o.spatial = 1 + int64_t(rng() % 11);  // 1..11: 1-sized and odd extents
-    o.channels = 1 + int64_t(rng() % 9);   // 1..9: below and around the vector width
+    o.channels = 1 + int64_t(rng() % 9);  // 1..9: below and around the vector width
     const graph::Graph g = graph::random_graph(seed, o);
     const graph::TensorMap inputs = graph::random_inputs(g, seed);
     const graph::TensorMap want = reference::run(g, inputs);
@@ -81,7 +80,8 @@ TEST_CASE("random graphs: fused, unfused and random legal plans equal the refere
       if (!ok) {
         ++failures;
         FAIL_CHECK("seed " << seed << " (" << which << "): " << detail << "\nreproducer:\n"
-                           << graph::graph_to_json_string(g) << "\nplan:\n" << fusion::plan_to_table(plan));
+                           << graph::graph_to_json_string(g) << "\nplan:\n"
+                           << fusion::plan_to_table(plan));
       }
     }
   }
@@ -104,6 +104,7 @@ TEST_CASE("the emitter honours a user's plan: an edited cbr_pool plan computes t
   const graph::TensorMap in = graph::random_inputs(g, 2);
   const graph::TensorMap got = schedules::realize_with_plan(g, plan, in);
   const graph::TensorMap want = reference::run(g, in);
-  const auto c = reference::compare(got.at(g.outputs()[0]).data, want.at(g.outputs()[0]).data, kTolerance);
+  const auto c =
+      reference::compare(got.at(g.outputs()[0]).data, want.at(g.outputs()[0]).data, kTolerance);
   CHECK_MESSAGE(c.ok(), c.summary());
 }
