@@ -3,12 +3,15 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "bench/vendor.h"
 #include "bench/zoo_model.h"
 #include "fusion/hardware/calibrate.h"
 #include "fusion/planner/planner.h"
@@ -31,8 +34,8 @@ struct Timing {
   double median_s = 0, p99_s = 0;
 };
 
-Timing time_kernel(const runtime::Kernel& k, bench::ZooCase& c, double budget_s) {
-  for (int i = 0; i < 2; ++i) k.run(c.ins, c.outs);  // warm-up: pool, caches, thread pool
+Timing time_call(const std::function<void()>& call, double budget_s) {
+  for (int i = 0; i < 2; ++i) call();  // warm-up: pool, caches, thread pool
   std::vector<double> t;
   const auto start = std::chrono::steady_clock::now();
   while (
@@ -40,7 +43,7 @@ Timing time_kernel(const runtime::Kernel& k, bench::ZooCase& c, double budget_s)
       (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() < budget_s &&
        t.size() < 2000)) {
     const auto t0 = std::chrono::steady_clock::now();
-    k.run(c.ins, c.outs);
+    call();
     t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }
   std::sort(t.begin(), t.end());
@@ -93,20 +96,37 @@ int run_report(const ReportOptions& o) {
     const fusion::FusionPlan plan = fusion::plan_fusion(c.graph, cost);
     std::ofstream(fs::path(o.out_dir) / "plans" / (model + ".plan.json"))
         << fusion::plan_to_json(plan);
-    std::ofstream(fs::path(o.out_dir) / "plans" / (model + ".dot"))
-        << fusion::plan_to_dot(plan, c.graph);
+    const fs::path dot = fs::path(o.out_dir) / "plans" / (model + ".dot");
+    std::ofstream(dot) << fusion::plan_to_dot(plan, c.graph);
+    // The drawing, where Graphviz is installed (tools/setup.sh installs it); without it the
+    // .dot file stays for the user to render.
+    const std::string svg = fs::path(dot).replace_extension(".svg").string();
+    const std::string render =
+        "command -v dot >/dev/null 2>&1 && dot -Tsvg '" + dot.string() + "' -o '" + svg + "'";
+    if (std::system(render.c_str()) != 0) std::remove(svg.c_str());
     std::ofstream(fs::path(o.out_dir) / "plans" / (model + ".txt")) << fusion::plan_to_table(plan);
     const graph::TensorMap want = reference::run(c.graph, c.inputs, c.params);
 
-    double unfused_s = 0;
+    // Every strategy built for this model, then the vendor baseline where one applies.
+    struct Candidate {
+      std::string strategy;
+      std::function<void()> run;
+    };
+    std::vector<Candidate> candidates;
     for (const std::string& strategy : kStrategies) {
-      const runtime::Kernel* k = nullptr;
       try {
-        k = &runtime::Registry::global().find(model, strategy, "host");
+        const runtime::Kernel* k = &runtime::Registry::global().find(model, strategy, "host");
+        candidates.push_back({strategy, [k, &c] { k->run(c.ins, c.outs); }});
       } catch (const std::out_of_range&) {
-        continue;
       }
-      const Timing t = time_kernel(*k, c, o.seconds_per_kernel);
+    }
+    if (auto v = bench::vendor_baseline(model, c)) candidates.push_back({v->name, v->run});
+
+    double unfused_s = 0;
+    for (const Candidate& cand : candidates) {
+      const std::string& strategy = cand.strategy;
+      for (auto& [name, t] : c.outputs) std::fill(t.data.begin(), t.data.end(), 0.0f);
+      const Timing t = time_call(cand.run, o.seconds_per_kernel);
       // Correctness of the last call's outputs against the reference executor.
       bool ok = true;
       std::string worst;
