@@ -44,8 +44,11 @@ double bandwidth_saving(double boundary, double total) {
   return total > 0 ? 1.0 - boundary / total : 0;
 }
 int prefetch_distance(double latency_s, double per_iteration_s) {
-  if (per_iteration_s <= 0) return 1;
-  return std::max(1, int(std::ceil(latency_s / per_iteration_s)));
+  // Capped at half the lines of a 48 KiB L1 (768): further ahead, prefetched lines would be
+  // evicted before their use.
+  constexpr double kMaxPrefetchDistance = 384;
+  if (!(per_iteration_s > 0)) return 1;
+  return int(std::clamp(std::ceil(latency_s / per_iteration_s), 1.0, kMaxPrefetchDistance));
 }
 
 OpStats op_stats(const IndexedGraph& ig, size_t i) {

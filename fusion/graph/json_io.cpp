@@ -112,7 +112,7 @@ Graph graph_from_json_string(const std::string& text, const std::string& source)
   json j;
   try {
     j = json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {
     throw GraphError(source + ": not valid JSON: " + e.what());
   }
   only_keys(j, source, "$", {"format", "version", "name", "inputs", "params", "nodes", "outputs"});

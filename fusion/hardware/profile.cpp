@@ -157,7 +157,7 @@ HardwareProfile profile_from_json(const std::string& text, const std::string& so
   json j;
   try {
     j = json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {
     throw std::runtime_error(source + ": not valid JSON: " + e.what());
   }
   if (!j.is_object() || j.value("format", "") != "opfuse.profile") {

@@ -655,7 +655,7 @@ std::vector<UserGroup> user_groups_from_plan_json(const std::string& text,
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {
     throw std::invalid_argument(source + ": not valid JSON: " + e.what());
   }
   if (!j.is_object() || !j.contains("groups") || !j["groups"].is_array()) {

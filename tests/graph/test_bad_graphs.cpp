@@ -190,3 +190,8 @@ TEST_CASE("bad graph: invalid groups and clamp bounds") {
           R"(["c"])"),
       {"node 'c'", "min <= max"});
 }
+
+TEST_CASE("bad file: a number too large for a double (found by fuzz_graph_json)") {
+  expect(R"({"format": "opfuse.graph", "version": 1, "name": "n", "x": [-0.05e9778]})",
+         {"bad.json", "not valid JSON", "number overflow"});
+}
