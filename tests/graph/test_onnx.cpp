@@ -225,6 +225,18 @@ TEST_CASE("ONNX: unsupported ops and features are refused by name") {
     opfuse::testing::check_graph_error([&] { import_onnx_bytes(om.bytes()); },
                                        {"node 'mp'", "ceil_mode"});
   }
+  {
+    // Found by fuzz_onnx: a Gemm weight whose data is shorter than its dims was read past its
+    // end.
+    OnnxModel om;
+    om.input("x", {2, 4});
+    om.init("w", {3, 4}, {1, 2, 3});
+    auto* gemm = om.node("Gemm", "gemm", {"x", "w"}, "y");
+    OnnxModel::i(gemm, "transB", 1);
+    om.output("y");
+    opfuse::testing::check_graph_error([&] { import_onnx_bytes(om.bytes(), "short.onnx"); },
+                                       {"initializer 'w'", "[3,4]", "carries 3 values"});
+  }
   opfuse::testing::check_graph_error(
       [] { import_onnx_bytes("not a protobuf at all", "junk.onnx"); },
       {"junk.onnx", "not a valid ONNX model"});
