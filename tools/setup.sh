@@ -5,7 +5,7 @@
 #
 #   Debian packages   doctest, Google Benchmark, nlohmann-json, CLI11, PoCL + ocl-icd,
 #                     ONNX + protobuf (graph import), OpenBLAS + oneDNN (vendor baselines),
-#                     graphviz (plan drawings)
+#                     graphviz (plan drawings), clang + its runtimes (libFuzzer, sanitizers)
 #   Python venv       halide==21.0.0 (C++ library, headers, CMake package, autoscheduler
 #                     plugins), cmake>=3.28, ninja — kept in a per-user cache outside the
 #                     clone so that a fresh clone reuses it.
@@ -20,7 +20,7 @@ export OPFUSE_ROOT OPFUSE_VENV OPFUSE_BUILD
 
 APT_PACKAGES=(build-essential python3-dev doctest-dev libbenchmark-dev nlohmann-json3-dev
               libcli11-dev pocl-opencl-icd ocl-icd-opencl-dev libonnx-dev libprotobuf-dev
-              protobuf-compiler libopenblas-dev libdnnl-dev graphviz)
+              protobuf-compiler libopenblas-dev libdnnl-dev graphviz clang libclang-rt-14-dev)
 PIP_PACKAGES=("halide==21.0.0" "cmake>=3.28,<5" "ninja")
 
 log() { printf '[setup] %s\n' "$*" >&2; }
