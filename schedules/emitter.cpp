@@ -199,8 +199,24 @@ class Emitter {
         continue;
       }
       f.compute_at(at);
-      vectorize_inner(f);
+      if (!gpu_ && row_stat && (role == "mean" || role == "var" || role == "sum") &&
+          f.num_update_definitions() == 1 && reduces_innermost_axis(n)) {
+        // A row statistic over the contiguous last axis: vectorise the reduction itself
+        // (partial sums per lane, combined at the end) rather than across rows, whose
+        // elements lie a whole row apart.
+        f.update().atomic().vectorize(f.rvars(0).back(), vec_, TailStrategy::GuardWithIf);
+      } else {
+        vectorize_inner(f);
+      }
     }
+  }
+
+  // Does the row statistic of `n` reduce over the tensor's last (contiguous) axis? Layer norm
+  // always does (it normalises over x.shape[axis:]); softmax when its axis is the last.
+  bool reduces_innermost_axis(const graph::Node& n) const {
+    if (n.op == "layer_norm") return true;
+    const graph::Shape& s = ig_.graph().tensor(n.inputs[0]).shape;
+    return graph::normalize_axis(n, graph::attr_int(n, "axis", -1), s.size()) == int(s.size()) - 1;
   }
 
   void schedule_group(const fusion::FusedGroup& g) {
@@ -212,7 +228,9 @@ class Emitter {
     // W (and C for NCHW) for convs, a block of rows for matmuls, so that no block straddles a
     // tile edge.
     auto tile_multiple = [&](const graph::Shape& root_shape) -> int64_t {
-      int64_t m = 1;
+      // Row statistics (softmax, layer norm) are vectorised across rows: a tile holds at least
+      // a vector of rows, or most lanes would be masked off.
+      int64_t m = !gpu_ && has_row_statistics(g) ? vec_ : 1;
       for (const auto& name : g.nodes) {
         if (!is_blocked_anchor(name) || root_shape.size() < 2) continue;
         const graph::Node& n = ig_.node(index_.at(name));
