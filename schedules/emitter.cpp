@@ -289,7 +289,10 @@ class Emitter {
       // On a GPU a member computed per thread of the root cannot feed the row-statistics
       // kernels (softmax, layer norm) that run before the root; in such groups those
       // members get their own kernel. Elementwise members still inline.
-      if (roots.size() != 1 || (gpu_ && !inlined && has_row_statistics(g))) {
+      const bool materialized =
+          std::find(g.intent.materialized.begin(), g.intent.materialized.end(), name) !=
+          g.intent.materialized.end();
+      if (roots.size() != 1 || materialized || (gpu_ && !inlined && has_row_statistics(g))) {
         const bool anchor = is_blocked_anchor(name);
         Func f = anchor ? ln.output().in() : ln.output();
         f.compute_root();

@@ -83,6 +83,7 @@ std::string plan_to_json(const FusionPlan& p) {
     jg["schedule"] = {{"anchor", g.intent.anchor},
                       {"inline", g.intent.inlined},
                       {"compute_at", g.intent.compute_at},
+                      {"materialize", g.intent.materialized},
                       {"store", g.intent.stored},
                       {"tile_fraction", g.intent.tile_fraction},
                       {"prefetch_distance", g.intent.prefetch_distance},

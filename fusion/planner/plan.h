@@ -19,13 +19,15 @@ const char* to_string(GroupKind k);
 
 // Where each member's values live in the fused loop nest (schedules/ turns this into Halide).
 struct ScheduleIntent {
-  std::string anchor;                   // the node whose loop nest the group shares
-  std::vector<std::string> inlined;     // compute_inline: values exist only in registers
-  std::vector<std::string> compute_at;  // computed per tile of the anchor (stencils, reductions)
-  std::vector<std::string> stored;      // outputs of the group, written to memory
-  double tile_fraction = 1;             // share of the anchor's outer loop one tile covers
-  int prefetch_distance = 1;            // 7.3.4, vector-loop iterations ahead
-  int gpu_threads = 256;                // threads per GPU block
+  std::string anchor;                     // the node whose loop nest the group shares
+  std::vector<std::string> inlined;       // compute_inline: values exist only in registers
+  std::vector<std::string> compute_at;    // computed per tile of the anchor (stencils, reductions)
+  std::vector<std::string> materialized;  // computed once for the group, before its tiles (a
+                                          // transpose an anchor reads whole)
+  std::vector<std::string> stored;        // outputs of the group, written to memory
+  double tile_fraction = 1;               // share of the anchor's outer loop one tile covers
+  int prefetch_distance = 1;              // 7.3.4, vector-loop iterations ahead
+  int gpu_threads = 256;                  // threads per GPU block
 };
 
 struct FusedGroup {

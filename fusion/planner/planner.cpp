@@ -532,8 +532,16 @@ class Planner {
       bool escapes = ig_.is_graph_output(out);
       for (size_t c : ig_.consumers(out)) escapes = escapes || !set.count(c);
       const auto k = ig_.kind(n);
+      bool feeds_anchor = false;
+      for (size_t c : ig_.consumers(out)) {
+        feeds_anchor = feeds_anchor || (set.count(c) && Legality::is_anchor(ig_.node(c)));
+      }
       if (escapes) {
         in.stored.push_back(ig_.node(n).name);
+      } else if (ig_.node(n).op == "transpose" && feeds_anchor) {
+        // Every tile of the anchor reads all of it; inlined, its strided reads would turn
+        // the anchor's vector loads into gathers.
+        in.materialized.push_back(ig_.node(n).name);
       } else if (k == graph::FusionKind::elementwise || k == graph::FusionKind::broadcast ||
                  k == graph::FusionKind::injective) {
         in.inlined.push_back(ig_.node(n).name);

@@ -105,6 +105,14 @@ TEST_CASE("schedule intent: producers of a CBR group are inlined, the pool store
   CHECK(in.tile_fraction <= 1);
 }
 
+TEST_CASE("schedule intent: attention's K transpose is materialised for the score matmul") {
+  const FusionPlan p = plan(load("attention"));
+  const ScheduleIntent& in = p.group_of("matmul_0")->intent;
+  CHECK(in.materialized == std::vector<std::string>{"transpose_0"});
+  CHECK(in.inlined == std::vector<std::string>{"mul_0"});
+  CHECK(in.stored == std::vector<std::string>{"matmul_1"});
+}
+
 TEST_CASE("switches: fusion off globally, or one rule off") {
   const Graph g = load("cbr_pool");
   PlannerOptions off;

@@ -1,7 +1,8 @@
 // The fused schedule is visibly the plan's: for every zoo model, the lowered loop nest
 // (Halide's .stmt output of the AOT build) has the plan's inlined members nowhere, its
-// compute_at members inside their root's parallel tile loop, and its stored nodes
-// materialised; the unfused build materialises every node.
+// compute_at members inside their root's parallel tile loop, its materialised members once
+// outside the tile loops, and its stored nodes produced; the unfused build materialises
+// every node.
 #include <doctest/doctest.h>
 
 #include <array>
@@ -32,7 +33,9 @@ std::multimap<std::string, Produce> parse_stmt(const std::string& path) {
     const size_t start = line.find_first_not_of(' ');
     if (start == std::string::npos) continue;
     const std::string body = line.substr(start);
-    if (body.rfind("func ", 0) == 0 || body.rfind("internal func ", 0) == 0) {
+    // "func f (", "internal func f (", "external_plus_metadata func f (": a new function.
+    const size_t func = body.find(" func ");
+    if (body.rfind("func ", 0) == 0 || (func != std::string::npos && func < body.find('('))) {
       section = body;
       stack.clear();
       depth = 0;
@@ -88,6 +91,17 @@ TEST_CASE("each zoo model's host loop nest follows its plan") {
         const std::string root = outputs.count(s) && produces.count(s + "_out") ? s + "_out" : s;
         CHECK_MESSAGE(produces.count(root), root << " is stored, so it must be produced");
         roots.insert(root);
+      }
+      for (const std::string m : sched["materialize"]) {
+        const auto range = produces.equal_range(m);
+        REQUIRE_MESSAGE(range.first != range.second, m << " is materialised, yet never produced");
+        for (auto it = range.first; it != range.second; ++it) {
+          // Outside the tile loops of the group's roots: at top level, or in its own loop.
+          const std::string& sec = it->second.section;
+          CHECK_MESSAGE((sec.find("_par_for_") == std::string::npos ||
+                         sec.find("_par_for_" + m + "_s0") != std::string::npos),
+                        m << " is materialised once, outside the tile loops");
+        }
       }
       for (const std::string m : sched["inline"]) {
         CHECK_MESSAGE(!produces.count(m), m << " is inlined, yet it has a produce block");
