@@ -83,6 +83,10 @@ FusionDecision Legality::fits_resources(const std::vector<size_t>& group,
     return FusionDecision::no("needs ~" + std::to_string(e.vector_registers) +
                               " registers, R_max is " + std::to_string(model_.register_limit()));
   }
+  if (group.size() > 1 && e.working_set_bytes > model_.profile().main_memory().size_bytes) {
+    return FusionDecision::no("working set of " + std::to_string(int64_t(e.working_set_bytes)) +
+                              " bytes exceeds the profile's memory");
+  }
   if (group.size() > 1 && e.onchip_bytes > model_.onchip_limit_bytes() * (1 + 1e-9)) {
     return FusionDecision::no("tiles need " + std::to_string(int64_t(e.onchip_bytes)) +
                               " bytes on chip, more than " +

@@ -10,7 +10,8 @@
 //                               that producer to itself; with other consumers the producer is
 //                               materialised instead of being recomputed per consumer
 //   fits_resources              R(group) <= R_max: registers and on-chip bytes (7.1.2, the
-//                               over-fusion guard of pitfall 1), and at most max_group_ops ops
+//                               over-fusion guard of pitfall 1), at most max_group_ops ops, and
+//                               a working set within the profile's memory
 //   siblings_share_input        horizontal fusion needs a shared input (7.1.2 condition 1);
 //                               no path between the siblings is convexity (condition 2)
 #pragma once

@@ -1,6 +1,7 @@
 #include "fusion/planner/planner.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -195,6 +196,7 @@ class Planner {
     std::stable_sort(scored.begin(), scored.end(),
                      [](const Scored& a, const Scored& b) { return a.score > b.score; });
     for (const Scored& s : scored) {
+      if (out_of_time()) break;
       const std::string what = "rule " + s.match.rule + " on {" + names(s.match.nodes) + "}";
       std::string taken;
       for (size_t n : s.match.nodes) {
@@ -474,8 +476,21 @@ class Planner {
     return changed;
   }
 
+  bool out_of_time() {
+    if (opt_.time_limit_s <= 0 || timed_out_) return timed_out_;
+    const double spent =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    if (spent > opt_.time_limit_s) {
+      timed_out_ = true;
+      log("time limit: planning stopped after " + fmt_s(spent) + " (limit " +
+          fmt_s(opt_.time_limit_s) + "); keeping the plan found so far");
+    }
+    return timed_out_;
+  }
+
   void local_search() {
     for (size_t round = 0; round < opt_.max_local_search_rounds; ++round) {
+      if (out_of_time()) return;
       const bool merged = merge_round();
       const bool split = split_round();
       if (split) renumber_groups();
@@ -643,6 +658,8 @@ class Planner {
   std::vector<double> single_;
   std::vector<bool> critical_;
   std::vector<std::string> log_;
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+  bool timed_out_ = false;
 };
 
 }  // namespace

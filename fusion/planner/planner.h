@@ -34,6 +34,10 @@ struct PlannerOptions {
   bool local_search = true;
   size_t max_group_ops = kDefaultMaxGroupOps;
   size_t max_local_search_rounds = 8;
+  // Wall-time budget for conflict resolution and local search, seconds (0: none). When it
+  // runs out the planner keeps the plan it has (every step only lowers the cost, so that plan
+  // is legal and no worse than unfused) and says so in the log.
+  double time_limit_s = 0;
   double latency_bound_s = 0;                 // L_max over the critical paths; 0: none
   std::vector<std::string> critical_outputs;  // outputs whose paths are critical; empty: all
 };

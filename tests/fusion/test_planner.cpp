@@ -4,6 +4,7 @@
 #include "fusion/graph/builder.h"
 #include "fusion/graph/indexed_graph.h"
 #include "fusion/graph/json_io.h"
+#include "fusion/graph/random_graph.h"
 #include "fusion/planner/planner.h"
 
 using namespace opfuse::fusion;
@@ -236,4 +237,38 @@ TEST_CASE("a user's plan overrides the planner's groups, and illegal ones are re
                        doctest::Contains("'max_pool_0' is in no group"), std::invalid_argument);
   CHECK_THROWS_WITH_AS(user_groups_from_plan_json("{}", "empty.json"),
                        doctest::Contains("\"groups\""), std::invalid_argument);
+}
+
+TEST_CASE("the planner's time limit keeps a legal plan and says so") {
+  RandomGraphOptions o;
+  o.nodes = 2000;
+  const Graph g = random_graph(7, o);
+  PlannerOptions limited;
+  limited.time_limit_s = 1e-9;  // out of time at once: the unfused plan, explained
+  const FusionPlan p = plan(g, limited);
+  CHECK(p.fused_time_s <= p.unfused_time_s * (1 + 1e-12));
+  size_t nodes = 0;
+  for (const auto& grp : p.groups) nodes += grp.nodes.size();
+  CHECK(nodes == g.nodes().size());
+  bool logged = false;
+  for (const auto& l : p.log)
+    logged = logged || l.find("time limit: planning stopped") != std::string::npos;
+  CHECK(logged);
+}
+
+TEST_CASE("a group whose working set exceeds the profile's memory is refused") {
+  // Tiles keep activations small; weights are read whole by every tile.
+  GraphBuilder b("big");
+  auto x = b.input("x", {64, 1024});
+  b.output(b.relu(b.linear(x, b.param("w", {1024, 1024}))));  // 4 MiB of weights
+  const Graph g = b.build();
+  HardwareProfile tiny = builtin_profile("epyc-avx512-2c");
+  tiny.levels.back().size_bytes = 1 << 20;  // 1 MiB of memory
+  const FusionPlan p = plan_fusion(g, RooflineCostModel(tiny));
+  CHECK(p.groups.size() == 2);
+  bool logged = false;
+  for (const auto& l : p.log)
+    logged = logged || l.find("exceeds the profile's memory") != std::string::npos;
+  CHECK(logged);
+  CHECK(plan_fusion(g, RooflineCostModel(builtin_profile("epyc-avx512-2c"))).groups.size() == 1);
 }
