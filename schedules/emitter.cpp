@@ -121,12 +121,7 @@ class Emitter {
     const graph::Shape& shape = tensor_of(n.name).shape;
     std::vector<Var> a = node_func.args();
     std::vector<RVar> r = acc.rvars(0);
-    bool nchw = false;
-    if (n.op == "conv2d") {
-      const graph::Tensor& x = ig_.graph().tensor(n.inputs[0]);
-      nchw =
-          graph::conv2d_window(n, x, ig_.graph().tensor(n.inputs[1])).layout == graph::Layout::NCHW;
-    }
+    const bool nchw = is_nchw_conv(n);
     // The vector dim and the unrolled dim, and their extents.
     const size_t vd = 0, ud = nchw ? 2 : 1;
     if (a.size() <= ud) return;
@@ -219,63 +214,69 @@ class Emitter {
     return graph::normalize_axis(n, graph::attr_int(n, "axis", -1), s.size()) == int(s.size()) - 1;
   }
 
+  // Rows of the root a tile must hold whole when the group holds a register-blocked anchor:
+  // W (and C for NCHW) for convs, a block of rows for matmuls, so that no block straddles a
+  // tile edge.
+  int64_t tile_multiple(const fusion::FusedGroup& g, const graph::Shape& root_shape) const {
+    // Row statistics (softmax, layer norm) are vectorised across rows: a tile holds at least
+    // a vector of rows, or most lanes would be masked off.
+    int64_t m = !gpu_ && has_row_statistics(g) ? vec_ : 1;
+    for (const auto& name : g.nodes) {
+      if (!is_blocked_anchor(name) || root_shape.size() < 2) continue;
+      const graph::Node& n = ig_.node(index_.at(name));
+      const bool nchw = is_nchw_conv(n);
+      int64_t rows = root_shape[root_shape.size() - 2];
+      if (nchw && root_shape.size() >= 3) rows *= root_shape[root_shape.size() - 3];
+      // A matmul's row blocks only need tiles aligned to the block, which keeps row tiles
+      // (and so both cores) available when there is no batch dimension.
+      if (n.op != "conv2d" && rows % kBlockRows == 0) rows = kBlockRows;
+      m = std::max(m, rows);
+    }
+    return m;
+  }
+
+  // The node computed at root on its own: an anchor through a wrapper, so that the anchor's
+  // register blocks run inside the wrapper's tiles.
+  Func own_root(const ops::LoweredNode& ln) const {
+    Func root = is_blocked_anchor(ln.node) ? ln.output().in() : ln.output();
+    root.compute_root();
+    return root;
+  }
+
+  // Tiles `root` (which computes node ln's values), puts a blocked anchor and the node's
+  // helpers in its tiles, and returns the tile level for the group's other members.
+  LoopLevel schedule_root(const ops::LoweredNode& ln, const fusion::FusedGroup& g, Func root) {
+    const graph::Shape& shape = tensor_of(ln.node).shape;
+    const LoopLevel at =
+        root_schedule(root, shape, g.intent.tile_fraction, tile_multiple(g, shape));
+    if (is_blocked_anchor(ln.node)) ln.output().compute_at(at);
+    schedule_helpers(ln, at);
+    return at;
+  }
+
   void schedule_group(const fusion::FusedGroup& g) {
     const std::set<std::string> members(g.nodes.begin(), g.nodes.end());
     const std::set<std::string> stored(g.intent.stored.begin(), g.intent.stored.end());
     std::map<std::string, LoopLevel> level;  // root node -> its tile level
-
-    // Rows of the root a tile must hold whole when the group holds a register-blocked anchor:
-    // W (and C for NCHW) for convs, a block of rows for matmuls, so that no block straddles a
-    // tile edge.
-    auto tile_multiple = [&](const graph::Shape& root_shape) -> int64_t {
-      // Row statistics (softmax, layer norm) are vectorised across rows: a tile holds at least
-      // a vector of rows, or most lanes would be masked off.
-      int64_t m = !gpu_ && has_row_statistics(g) ? vec_ : 1;
-      for (const auto& name : g.nodes) {
-        if (!is_blocked_anchor(name) || root_shape.size() < 2) continue;
-        const graph::Node& n = ig_.node(index_.at(name));
-        bool nchw = false;
-        if (n.op == "conv2d") {
-          nchw = graph::conv2d_window(n, ig_.graph().tensor(n.inputs[0]),
-                                      ig_.graph().tensor(n.inputs[1]))
-                     .layout == graph::Layout::NCHW;
-        }
-        int64_t rows = root_shape[root_shape.size() - 2];
-        if (nchw && root_shape.size() >= 3) rows *= root_shape[root_shape.size() - 3];
-        // A matmul's row blocks only need tiles aligned to the block, which keeps row tiles
-        // (and so both cores) available when there is no batch dimension.
-        if (n.op != "conv2d" && rows % kBlockRows == 0) rows = kBlockRows;
-        m = std::max(m, rows);
-      }
-      return m;
-    };
 
     // Step 1: roots, one per stored node.
     for (const auto& name : g.nodes) {
       if (!stored.count(name)) continue;
       const ops::LoweredNode& ln = *lowered_.at(name);
       const graph::Tensor& t = tensor_of(name);
-      Func root = ln.output();
+      Func root;
       auto out = output_of_.find(t.name);
       bool outside_consumers = false;
       for (size_t c : ig_.consumers(t.name))
         outside_consumers = outside_consumers || !members.count(ig_.node(c).name);
-      const bool anchor = is_blocked_anchor(name);
       if (out != output_of_.end() && !outside_consumers) {
         root = p_.outputs[out->second];  // the Output computes it directly
         rooted_outputs_.insert(out->second);
-        if (!anchor) ln.output().compute_inline();
-      } else if (anchor) {
-        root = ln.output().in();  // a root wrapper; the anchor's blocks run inside its tiles
-        root.compute_root();
+        if (!is_blocked_anchor(name)) ln.output().compute_inline();
       } else {
-        root.compute_root();
+        root = own_root(ln);
       }
-      const LoopLevel at =
-          root_schedule(root, t.shape, g.intent.tile_fraction, tile_multiple(t.shape));
-      if (anchor) ln.output().compute_at(at);
-      level.emplace(name, at);
-      schedule_helpers(ln, at);
+      level.emplace(name, schedule_root(ln, g, root));
     }
 
     // Step 2: members, at the tile of the one root that reads them (or materialised when
@@ -293,13 +294,7 @@ class Emitter {
           std::find(g.intent.materialized.begin(), g.intent.materialized.end(), name) !=
           g.intent.materialized.end();
       if (roots.size() != 1 || materialized || (gpu_ && !inlined && has_row_statistics(g))) {
-        const bool anchor = is_blocked_anchor(name);
-        Func f = anchor ? ln.output().in() : ln.output();
-        f.compute_root();
-        const LoopLevel at = root_schedule(f, tensor_of(name).shape, g.intent.tile_fraction,
-                                           tile_multiple(tensor_of(name).shape));
-        if (anchor) ln.output().compute_at(at);
-        schedule_helpers(ln, at);
+        schedule_root(ln, g, own_root(ln));
         continue;
       }
       const LoopLevel& at = level.at(roots[0]);
@@ -311,6 +306,12 @@ class Emitter {
       }
       schedule_helpers(ln, at);
     }
+  }
+
+  bool is_nchw_conv(const graph::Node& n) const {
+    return n.op == "conv2d" &&
+           graph::conv2d_window(n, ig_.graph().tensor(n.inputs[0]), ig_.graph().tensor(n.inputs[1]))
+                   .layout == graph::Layout::NCHW;
   }
 
   // Anchors whose accumulators are register-blocked (CPU targets).
