@@ -4,6 +4,7 @@
 
 #include "Halide.h"
 #include "fusion/ops/lower.h"
+#include "fusion/ops/realize.h"
 #include "schedules/emitter.h"
 
 namespace opfuse::schedules {
@@ -12,34 +13,15 @@ using namespace Halide;
 
 graph::TensorMap realize_with_plan(const graph::Graph& g, const fusion::FusionPlan& plan,
                                    const graph::TensorMap& inputs, const graph::TensorMap& params) {
-  std::map<std::string, Func> sources;
-  std::vector<Buffer<float>> keep;
   for (const auto& name : g.tensor_names()) {
-    const graph::Tensor& t = g.tensor(name);
-    if (t.kind == graph::TensorKind::intermediate) continue;
-    if (t.dtype != graph::DType::f32) {
+    if (g.tensor(name).kind != graph::TensorKind::intermediate &&
+        g.tensor(name).dtype != graph::DType::f32) {
       throw graph::GraphError("realize_with_plan: only f32 tensors are supported, '" + name +
                               "' is f16");
     }
-    const graph::TensorMap& from = t.kind == graph::TensorKind::input ? inputs : params;
-    auto it = from.find(name);
-    graph::HostTensor value;
-    if (it != from.end()) {
-      value = it->second;
-    } else if (t.kind == graph::TensorKind::param) {
-      value = graph::param_values(t);
-    } else {
-      throw graph::GraphError("realize_with_plan: missing graph input '" + name + "'");
-    }
-    Buffer<float> b(std::vector<int>(t.shape.rbegin(), t.shape.rend()));
-    std::copy(value.data.begin(), value.data.end(), b.data());
-    keep.push_back(b);
-    // A named wrapper, as a Generator Input would be.
-    Func f(ops::halide_safe_name(name) + "_in");
-    const std::vector<Var> v = ops::halide_args(ops::make_vars(t.shape.size()));
-    f(v) = b(std::vector<Expr>(v.begin(), v.end()));
-    sources[name] = f;
   }
+  std::vector<Buffer<>> keep;
+  const std::map<std::string, Func> sources = ops::buffer_sources(g, inputs, params, keep);
   ops::LoweredGraph lowered = ops::lower(g, sources);
   Pipeline pipe{&g, &lowered, {}};
   std::vector<Buffer<float>> outs;

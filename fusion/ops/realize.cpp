@@ -45,10 +45,10 @@ graph::HostTensor from_buffer(const graph::Shape& shape, const Buffer<>& b) {
 
 }  // namespace
 
-graph::TensorMap realize_root(const graph::Graph& g, const graph::TensorMap& inputs,
-                              const graph::TensorMap& params) {
+std::map<std::string, Func> buffer_sources(const graph::Graph& g, const graph::TensorMap& inputs,
+                                           const graph::TensorMap& params,
+                                           std::vector<Buffer<>>& buffers) {
   std::map<std::string, Func> sources;
-  std::vector<Buffer<>> keep_alive;
   for (const auto& name : g.tensor_names()) {
     const graph::Tensor& t = g.tensor(name);
     if (t.kind == graph::TensorKind::intermediate) continue;
@@ -62,13 +62,19 @@ graph::TensorMap realize_root(const graph::Graph& g, const graph::TensorMap& inp
       value = it != params.end() ? it->second : graph::param_values(t);
     }
     Buffer<> b = to_buffer(t, value);
-    keep_alive.push_back(b);
+    buffers.push_back(b);
     Func f(halide_safe_name(name) + "_src");
     const std::vector<Var> args = halide_args(make_vars(t.shape.size()));
     f(args) = b(std::vector<Expr>(args.begin(), args.end()));
     sources[name] = f;
   }
+  return sources;
+}
 
+graph::TensorMap realize_root(const graph::Graph& g, const graph::TensorMap& inputs,
+                              const graph::TensorMap& params) {
+  std::vector<Buffer<>> keep_alive;
+  const std::map<std::string, Func> sources = buffer_sources(g, inputs, params, keep_alive);
   LoweredGraph lowered = lower(g, sources);
   for (const LoweredNode& n : lowered.nodes) {
     for (Func f : n.funcs) f.compute_root();

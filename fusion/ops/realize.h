@@ -3,10 +3,23 @@
 // reference executor, independent of any fusion decision.
 #pragma once
 
+#include <map>
+#include <string>
+#include <vector>
+
+#include "Halide.h"
 #include "fusion/graph/graph.h"
 #include "fusion/graph/host_tensor.h"
 
 namespace opfuse::ops {
+
+// A Func over a Halide buffer for every graph input (from `inputs`, shapes checked) and param
+// (from `params`, else graph::param_values), ready for lower(). `buffers` keeps the data
+// alive. f16 tensors are stored as Halide float16.
+std::map<std::string, Halide::Func> buffer_sources(const graph::Graph& g,
+                                                   const graph::TensorMap& inputs,
+                                                   const graph::TensorMap& params,
+                                                   std::vector<Halide::Buffer<>>& buffers);
 
 // Returns the graph outputs, by name. f16 inputs and outputs are stored as Halide float16.
 graph::TensorMap realize_root(const graph::Graph& g, const graph::TensorMap& inputs,
