@@ -8,10 +8,9 @@
 
 namespace opfuse::bench {
 
-ZooCase::ZooCase(const std::string& models_dir, const std::string& model,
-                 const fusion::HardwareProfile& profile)
+ModelTensors::ModelTensors(const std::string& models_dir, const std::string& model, uint64_t seed)
     : graph(graph::load_graph_json(models_dir + "/cpu/" + model + ".json")) {
-  inputs = graph::random_inputs(graph, 3);
+  inputs = graph::random_inputs(graph, seed);
   params = graph::param_values(graph);
   for (const auto& n : graph.inputs())
     ins.push_back(runtime::Tensor::f32(inputs[n].data.data(), inputs[n].shape));
@@ -21,6 +20,11 @@ ZooCase::ZooCase(const std::string& models_dir, const std::string& model,
     outputs[n] = graph::HostTensor(graph.tensor(n).shape);
     outs.push_back(runtime::Tensor::f32(outputs[n].data.data(), outputs[n].shape));
   }
+}
+
+ZooCase::ZooCase(const std::string& models_dir, const std::string& model,
+                 const fusion::HardwareProfile& profile)
+    : ModelTensors(models_dir, model, 3) {
   const graph::IndexedGraph ig(graph);
   for (size_t i = 0; i < ig.size(); ++i) flops += fusion::op_stats(ig, i).flops;
   for (const auto& n : graph.inputs()) compulsory_bytes += ig.bytes(n);

@@ -2,6 +2,7 @@
 // graph, inputs and params held in memory, output buffers, and the cost model's view.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -12,10 +13,21 @@
 
 namespace opfuse::bench {
 
-struct ZooCase {
+// A zoo model's graph (models_dir/cpu/<model>.json) with random inputs (from `seed`), its
+// params and zeroed outputs in memory, and the runtime tensors over them, in a generated
+// kernel's argument order (inputs, then params; outputs). Not copyable: the tensors point
+// into the maps.
+struct ModelTensors {
   graph::Graph graph;
   graph::TensorMap inputs, params, outputs;
   std::vector<runtime::Tensor> ins, outs;
+
+  ModelTensors(const std::string& models_dir, const std::string& model, uint64_t seed);
+  ModelTensors(const ModelTensors&) = delete;
+  ModelTensors& operator=(const ModelTensors&) = delete;
+};
+
+struct ZooCase : ModelTensors {
   double flops = 0;              // sum of the ops' FLOPs
   double compulsory_bytes = 0;   // graph inputs + params + outputs: what any schedule must move
   double predicted_fused_s = 0;  // the planner's prediction for the fused plan

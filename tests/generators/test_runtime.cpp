@@ -4,8 +4,8 @@
 #include <atomic>
 #include <thread>
 
+#include "bench/zoo_model.h"
 #include "fusion/graph/host_tensor.h"
-#include "fusion/graph/json_io.h"
 #include "fusion/reference/executor.h"
 #include "runtime/kernel.h"
 #include "runtime/pool_allocator.h"
@@ -17,23 +17,9 @@ using runtime::Tensor;
 
 namespace {
 
-struct Call {
-  graph::Graph g;
-  graph::TensorMap inputs, params, outputs;
-  std::vector<Tensor> ins, outs;
-  explicit Call(const std::string& model)
-      : g(graph::load_graph_json(std::string(OPFUSE_MODELS_DIR) + "/cpu/" + model + ".json")) {
-    inputs = graph::random_inputs(g, 5);
-    params = graph::param_values(g);
-    for (const auto& n : g.inputs())
-      ins.push_back(Tensor::f32(inputs[n].data.data(), inputs[n].shape));
-    for (const auto& n : g.params())
-      ins.push_back(Tensor::f32(params[n].data.data(), params[n].shape));
-    for (const auto& n : g.outputs()) {
-      outputs[n] = graph::HostTensor(g.tensor(n).shape);
-      outs.push_back(Tensor::f32(outputs[n].data.data(), outputs[n].shape));
-    }
-  }
+// A zoo model's tensors for a call (inputs from seed 5).
+struct Call : bench::ModelTensors {
+  explicit Call(const std::string& model) : ModelTensors(OPFUSE_MODELS_DIR, model, 5) {}
 };
 
 template <typename Fn>
@@ -92,22 +78,22 @@ TEST_CASE("bad calls fail cleanly, naming the argument and what was expected") {
 
 TEST_CASE("8 threads call fused kernels at once, with wrong calls interleaved") {
   Call c("cbr_pool");
-  const graph::TensorMap want = reference::run(c.g, c.inputs, c.params);
+  const graph::TensorMap want = reference::run(c.graph, c.inputs, c.params);
   const runtime::Kernel& k = Registry::global().find("cbr_pool", "fused", "host");
   std::atomic<int> wrong_results{0}, clean_errors{0}, other_errors{0};
   std::vector<std::thread> threads;
   for (int t = 0; t < 8; ++t) {
     threads.emplace_back([&, t] {
       for (int i = 0; i < 20; ++i) {
-        graph::HostTensor out(c.g.tensor(c.g.outputs()[0]).shape);
+        graph::HostTensor out(c.graph.tensor(c.graph.outputs()[0]).shape);
         std::vector<Tensor> outs{Tensor::f32(out.data.data(), out.shape)};
         std::vector<Tensor> ins = c.ins;
         if ((t + i) % 5 == 0) ins[0].shape = {2, 56, 56, 32};  // a bad call
         try {
           k.run(ins, outs);
           if ((t + i) % 5 == 0) ++other_errors;  // should have failed
-          const auto cmp =
-              reference::compare(out.data, want.at(c.g.outputs()[0]).data, testing::kZooTolerance);
+          const auto cmp = reference::compare(out.data, want.at(c.graph.outputs()[0]).data,
+                                              testing::kZooTolerance);
           if (!cmp.ok()) ++wrong_results;
         } catch (const std::invalid_argument&) {
           ++clean_errors;
@@ -149,8 +135,8 @@ TEST_CASE("the pooled allocator reuses intermediates across calls and keeps resu
   // (Parallel tiles may allocate at once, so a call can take a block or two more.)
   for (int i = 0; i < 10; ++i) k.run(c.ins, c.outs);
   CHECK(runtime::pooled_bytes() <= 2 * after_first);
-  const graph::TensorMap want = reference::run(c.g, c.inputs, c.params);
-  const auto cmp = reference::compare(c.outputs[c.g.outputs()[0]].data,
-                                      want.at(c.g.outputs()[0]).data, testing::kZooTolerance);
+  const graph::TensorMap want = reference::run(c.graph, c.inputs, c.params);
+  const auto cmp = reference::compare(c.outputs[c.graph.outputs()[0]].data,
+                                      want.at(c.graph.outputs()[0]).data, testing::kZooTolerance);
   CHECK_MESSAGE(cmp.ok(), cmp.summary());
 }
