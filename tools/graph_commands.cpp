@@ -16,6 +16,19 @@ namespace opfuse::tools {
 
 namespace fs = std::filesystem;
 
+namespace {
+
+// Writes `text` to `path` and says so; std::runtime_error if it cannot.
+void write_file(const std::string& path, const std::string& text) {
+  std::FILE* f = std::fopen(path.c_str(), "w");
+  if (!f) throw std::runtime_error("cannot write " + path);
+  std::fputs(text.c_str(), f);
+  std::fclose(f);
+  std::printf("wrote %s\n", path.c_str());
+}
+
+}  // namespace
+
 int write_zoo(const std::string& out_dir) {
   for (graph::ZooSize size : {graph::ZooSize::cpu, graph::ZooSize::gpu}) {
     const fs::path dir = fs::path(out_dir) / graph::to_string(size);
@@ -78,15 +91,8 @@ int plan_command(const PlanCommand& c) {
     std::printf("decision log:\n");
     for (const auto& l : plan.log) std::printf("  %s\n", l.c_str());
   }
-  auto write = [](const std::string& path, const std::string& text) {
-    std::FILE* f = std::fopen(path.c_str(), "w");
-    if (!f) throw std::runtime_error("cannot write " + path);
-    std::fputs(text.c_str(), f);
-    std::fclose(f);
-    std::printf("wrote %s\n", path.c_str());
-  };
-  if (!c.json_out.empty()) write(c.json_out, fusion::plan_to_json(plan));
-  if (!c.dot_out.empty()) write(c.dot_out, fusion::plan_to_dot(plan, g));
+  if (!c.json_out.empty()) write_file(c.json_out, fusion::plan_to_json(plan));
+  if (!c.dot_out.empty()) write_file(c.dot_out, fusion::plan_to_dot(plan, g));
   return 0;
 }
 
@@ -101,11 +107,7 @@ int calibrate_command(const std::string& out, bool quick) {
                 l.bandwidth_Bps / 1e9);
   }
   std::printf("  memory latency   %8.1f ns\n", p.memory_latency_s * 1e9);
-  std::FILE* f = std::fopen(out.c_str(), "w");
-  if (!f) throw std::runtime_error("cannot write " + out);
-  std::fputs(fusion::profile_to_json(p).c_str(), f);
-  std::fclose(f);
-  std::printf("wrote %s\n", out.c_str());
+  write_file(out, fusion::profile_to_json(p));
   return 0;
 }
 
