@@ -123,12 +123,20 @@ class Planner {
       Group grp;
       grp.nodes = {i};
       grp.est = model_.estimate(ig_, grp.nodes);
-      grp.has_anchor = Legality::is_anchor(ig_.node(i));
       single_[i] = grp.est.t_total_s;
-      group_of_[i] = groups_.size();
-      pos_.push_back(double(ig_.topo_pos(i)));
-      groups_.push_back(std::move(grp));
+      add_group(std::move(grp), double(ig_.topo_pos(i)));
     }
+  }
+
+  // Appends a live group over grp.nodes at position `pos` of the groups' topological order.
+  size_t add_group(Group grp, double pos) {
+    grp.has_anchor = false;
+    for (size_t n : grp.nodes) grp.has_anchor = grp.has_anchor || Legality::is_anchor(ig_.node(n));
+    const size_t id = groups_.size();
+    for (size_t n : grp.nodes) group_of_[n] = id;
+    groups_.push_back(std::move(grp));
+    pos_.push_back(pos);
+    return id;
   }
 
   double unfused_time(const std::vector<size_t>& nodes) const {
@@ -366,14 +374,10 @@ class Planner {
         if (core.empty() && !old.rule.empty() && old.rule != "local_search") core = old.rule;
         old.alive = false;
       }
-      grp.has_anchor = grp.has_anchor || Legality::is_anchor(ig_.node(n));
     }
     if (rule == "local_search" && !core.empty()) grp.rule = core;
     grp.reasons.push_back(reason);
-    const size_t id = groups_.size();
-    for (size_t n : grp.nodes) group_of_[n] = id;
-    groups_.push_back(std::move(grp));
-    pos_.push_back(0);
+    const size_t id = add_group(std::move(grp), 0);
     apply_reorder(reorder, id);
     return id;
   }
@@ -455,20 +459,14 @@ class Planner {
         Group single;
         single.nodes = {node};
         single.est = model_.estimate(ig_, single.nodes);
-        single.has_anchor = Legality::is_anchor(ig_.node(node));
         single.reasons = {reason};
-        group_of_[node] = groups_.size();
-        groups_.push_back(std::move(single));
-        pos_.push_back(0);
-        for (size_t n : rest) group_of_[n] = groups_.size();
+        add_group(std::move(single), 0);  // positions are renumbered after the round
         Group r;
         r.nodes = rest;
         r.est = est;
         r.rule = rule;
         r.reasons = {reason};
-        for (size_t n : rest) r.has_anchor = r.has_anchor || Legality::is_anchor(ig_.node(n));
-        groups_.push_back(std::move(r));
-        pos_.push_back(0);
+        add_group(std::move(r), 0);
         changed = true;
         break;
       }
