@@ -23,7 +23,7 @@ class Emitter {
  public:
   Emitter(const Pipeline& p, const fusion::FusionPlan& plan, const Target& t, int cores)
       : p_(p), plan_(plan), t_(t), ig_(*p.graph), gpu_(t.has_gpu_feature()) {
-    vec_ = std::max(1, t.natural_vector_size(Float(32)));
+    natural_vec_ = vec_ = std::max(1, t.natural_vector_size(Float(32)));
     cores_ = std::max(1, cores);
     for (const auto& ln : p.lowered->nodes) lowered_[ln.node] = &ln;
     for (size_t i = 0; i < p.graph->outputs().size(); ++i)
@@ -33,6 +33,7 @@ class Emitter {
 
   void run() {
     for (const fusion::FusedGroup& g : plan_.groups) schedule_group(g);
+    vec_ = natural_vec_;
     // Outputs not rooted by any group (a stored node that other groups also read) copy it.
     for (size_t i = 0; i < p_.outputs.size(); ++i) {
       if (!rooted_outputs_.count(int(i))) {
@@ -255,6 +256,7 @@ class Emitter {
   }
 
   void schedule_group(const fusion::FusedGroup& g) {
+    vec_ = g.intent.vector_lanes > 0 ? g.intent.vector_lanes : natural_vec_;
     const std::set<std::string> members(g.nodes.begin(), g.nodes.end());
     const std::set<std::string> stored(g.intent.stored.begin(), g.intent.stored.end());
     std::map<std::string, LoopLevel> level;  // root node -> its tile level
@@ -356,7 +358,7 @@ class Emitter {
   const Target& t_;
   graph::IndexedGraph ig_;
   bool gpu_;
-  int vec_ = 8, cores_ = 2;
+  int vec_ = 8, natural_vec_ = 8, cores_ = 2;  // vec_: the group being scheduled's width
   std::map<std::string, const ops::LoweredNode*> lowered_;
   std::map<std::string, int> output_of_;
   std::map<std::string, size_t> index_;

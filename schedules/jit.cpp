@@ -1,5 +1,7 @@
 #include "schedules/jit.h"
 
+#include <atomic>
+#include <cstdlib>
 #include <thread>
 
 #include "Halide.h"
@@ -11,8 +13,46 @@ namespace opfuse::schedules {
 
 using namespace Halide;
 
-graph::TensorMap realize_with_plan(const graph::Graph& g, const fusion::FusionPlan& plan,
-                                   const graph::TensorMap& inputs, const graph::TensorMap& params) {
+namespace {
+
+// Heap accounting for the JIT pipelines' allocations. Halide's handlers are plain function
+// pointers, so the counters are per process: one CompiledPlan runs at a time when measured.
+std::atomic<int64_t> g_heap_now{0}, g_heap_peak{0};
+
+constexpr size_t kHeader = 64;  // keeps the 32-byte alignment Halide asks for
+
+void* counting_malloc(JITUserContext*, size_t bytes) {
+  void* p = nullptr;
+  if (posix_memalign(&p, kHeader, bytes + kHeader) != 0) return nullptr;
+  *static_cast<size_t*>(p) = bytes;
+  const int64_t now = g_heap_now += int64_t(bytes);
+  int64_t peak = g_heap_peak.load();
+  while (now > peak && !g_heap_peak.compare_exchange_weak(peak, now)) {
+  }
+  return static_cast<char*>(p) + kHeader;
+}
+
+void counting_free(JITUserContext*, void* ptr) {
+  if (!ptr) return;
+  void* base = static_cast<char*>(ptr) - kHeader;
+  g_heap_now -= int64_t(*static_cast<size_t*>(base));
+  std::free(base);
+}
+
+}  // namespace
+
+struct CompiledPlan::Impl {
+  const graph::Graph* graph;
+  std::vector<Buffer<>> keep;  // input and param buffers the pipeline reads
+  std::vector<Buffer<float>> outs;
+  Halide::Pipeline pipeline;
+  Target target;
+  size_t peak = 0;
+};
+
+CompiledPlan::CompiledPlan(const graph::Graph& g, const fusion::FusionPlan& plan,
+                           const graph::TensorMap& inputs, const graph::TensorMap& params)
+    : impl_(std::make_unique<Impl>()) {
   for (const auto& name : g.tensor_names()) {
     if (g.tensor(name).kind != graph::TensorKind::intermediate &&
         g.tensor(name).dtype != graph::DType::f32) {
@@ -20,32 +60,55 @@ graph::TensorMap realize_with_plan(const graph::Graph& g, const fusion::FusionPl
                               "' is f16");
     }
   }
-  std::vector<Buffer<>> keep;
-  const std::map<std::string, Func> sources = ops::buffer_sources(g, inputs, params, keep);
+  impl_->graph = &g;
+  const std::map<std::string, Func> sources = ops::buffer_sources(g, inputs, params, impl_->keep);
   ops::LoweredGraph lowered = ops::lower(g, sources);
   Pipeline pipe{&g, &lowered, {}};
-  std::vector<Buffer<float>> outs;
   for (size_t i = 0; i < g.outputs().size(); ++i) {
     const graph::Tensor& t = g.tensor(g.outputs()[i]);
     Func out(ops::halide_safe_name(t.name) + "_out");
     const std::vector<Var> v = ops::halide_args(ops::make_vars(t.shape.size()));
     out(v) = lowered.outputs[i](std::vector<Expr>(v.begin(), v.end()));
     pipe.outputs.push_back(out);
-    outs.emplace_back(std::vector<int>(t.shape.rbegin(), t.shape.rend()));
+    impl_->outs.emplace_back(std::vector<int>(t.shape.rbegin(), t.shape.rend()));
   }
-  const Target target = get_jit_target_from_environment();
+  impl_->target = get_jit_target_from_environment();
   bound_outputs(pipe);
-  apply_plan(pipe, plan, target, int(std::max(1u, std::thread::hardware_concurrency())));
-  Halide::Pipeline p(pipe.outputs);
-  std::vector<Buffer<>> bufs(outs.begin(), outs.end());
-  p.realize(Realization(bufs), target);
+  apply_plan(pipe, plan, impl_->target, int(std::max(1u, std::thread::hardware_concurrency())));
+  impl_->pipeline = Halide::Pipeline(pipe.outputs);
+  impl_->pipeline.jit_handlers().custom_malloc = counting_malloc;
+  impl_->pipeline.jit_handlers().custom_free = counting_free;
+  impl_->pipeline.compile_jit(impl_->target);
+}
+
+CompiledPlan::~CompiledPlan() = default;
+
+void CompiledPlan::run() {
+  std::vector<Buffer<>> bufs(impl_->outs.begin(), impl_->outs.end());
+  g_heap_now = 0;
+  g_heap_peak = 0;
+  impl_->pipeline.realize(Realization(bufs), impl_->target);
+  impl_->peak = size_t(g_heap_peak.load());
+}
+
+graph::TensorMap CompiledPlan::outputs() const {
+  const graph::Graph& g = *impl_->graph;
   graph::TensorMap result;
   for (size_t i = 0; i < g.outputs().size(); ++i) {
     graph::HostTensor h(g.tensor(g.outputs()[i]).shape);
-    std::copy(outs[i].data(), outs[i].data() + h.size(), h.data.begin());
+    std::copy(impl_->outs[i].data(), impl_->outs[i].data() + h.size(), h.data.begin());
     result[g.outputs()[i]] = std::move(h);
   }
   return result;
+}
+
+size_t CompiledPlan::peak_heap_bytes() const { return impl_->peak; }
+
+graph::TensorMap realize_with_plan(const graph::Graph& g, const fusion::FusionPlan& plan,
+                                   const graph::TensorMap& inputs, const graph::TensorMap& params) {
+  CompiledPlan c(g, plan, inputs, params);
+  c.run();
+  return c.outputs();
 }
 
 }  // namespace opfuse::schedules

@@ -3,13 +3,38 @@
 // exploration without a build step. Do not use in a process that also loads PoCL.
 #pragma once
 
+#include <memory>
+
 #include "fusion/graph/graph.h"
 #include "fusion/graph/host_tensor.h"
 #include "fusion/planner/plan.h"
 
 namespace opfuse::schedules {
 
-// Returns the graph outputs, by name. Params come from graph::param_values unless given.
+// A plan compiled once and run many times (exploration times it). Inputs and params are
+// copied into buffers the pipeline owns; outputs are written into buffers it owns too.
+class CompiledPlan {
+ public:
+  // Params come from graph::param_values unless given. Throws graph::GraphError for graphs
+  // the JIT path does not take (f16 tensors).
+  CompiledPlan(const graph::Graph& g, const fusion::FusionPlan& plan,
+               const graph::TensorMap& inputs, const graph::TensorMap& params = {});
+  ~CompiledPlan();
+  CompiledPlan(const CompiledPlan&) = delete;
+  CompiledPlan& operator=(const CompiledPlan&) = delete;
+
+  void run();
+  graph::TensorMap outputs() const;  // the graph outputs of the last run, by name
+  // The most bytes the pipeline's heap allocations (intermediates Halide stores) held at once
+  // during the last run; stack allocations of small tiles are not counted.
+  size_t peak_heap_bytes() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Compiles and runs once; returns the graph outputs, by name.
 graph::TensorMap realize_with_plan(const graph::Graph& g, const fusion::FusionPlan& plan,
                                    const graph::TensorMap& inputs,
                                    const graph::TensorMap& params = {});

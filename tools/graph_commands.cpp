@@ -11,6 +11,7 @@
 #include "fusion/hardware/calibrate.h"
 #include "fusion/planner/planner.h"
 #include "fusion/reference/executor.h"
+#include "tools/explore/explore.h"
 
 namespace opfuse::tools {
 
@@ -82,6 +83,15 @@ int plan_command(const PlanCommand& c) {
   fusion::PlannerOptions options;
   options.enable_fusion = !c.no_fusion;
   options.latency_bound_s = c.latency_bound_us * 1e-6;
+  options.p99_bound_s = c.p99_bound_us * 1e-6;
+  options.jitter_bound = c.jitter_bound;
+  if (!c.measured.empty()) {
+    options.measured_tail =
+        explore::tail_of(explore::merge_results({c.measured + "/results.jsonl"}));
+    if (!options.measured_tail) {
+      throw std::invalid_argument(c.measured + ": no measured planner and unfused plans in it");
+    }
+  }
   if (!c.rules.empty()) {
     for (auto& r : fusion::load_rules(c.rules)) options.rules.push_back(std::move(r));
   }

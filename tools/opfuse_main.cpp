@@ -4,14 +4,40 @@
 //   opfuse zoo --out DIR        write the built-in model zoo as graph files
 //   opfuse plan GRAPH           plan fusion and explain it
 //   opfuse calibrate            measure this machine's profile
+//   opfuse explore ...          measured schedule exploration (runs opfuse-explore)
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
+#include <cstring>
 #include <exception>
+#include <filesystem>
 #include <iostream>
+#include <vector>
 
 #include "tools/graph_commands.h"
 #include "tools/report.h"
 
+namespace {
+
+// `opfuse explore ...` is opfuse-explore, beside this binary: exploration JIT-compiles with
+// Halide, which must not share a process with the AOT kernels' OpenCL runtime (two LLVMs).
+int exec_explore(int argc, char** argv) {
+  std::error_code ec;
+  const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  const std::string tool =
+      (ec ? std::filesystem::path(argv[0]) : self).parent_path() / "opfuse-explore";
+  std::vector<char*> args{const_cast<char*>(tool.c_str())};
+  for (int i = 2; i < argc; ++i) args.push_back(argv[i]);
+  args.push_back(nullptr);
+  execv(tool.c_str(), args.data());
+  std::cerr << "opfuse: cannot run " << tool << ": " << std::strerror(errno) << "\n";
+  return 1;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
+  if (argc >= 2 && std::strcmp(argv[1], "explore") == 0) return exec_explore(argc, argv);
   CLI::App app{"opfuse: an operator-fusion compiler built on Halide"};
   app.require_subcommand(1);
 
@@ -44,6 +70,12 @@ int main(int argc, char** argv) {
   plan_cmd->add_option("--json", plan.json_out, "write the plan (decision log) as JSON");
   plan_cmd->add_option("--dot", plan.dot_out, "write the plan as a DOT graph");
   plan_cmd->add_option("--latency-bound-us", plan.latency_bound_us, "L_max on the critical path");
+  plan_cmd->add_option("--p99-bound-us", plan.p99_bound_us,
+                       "7.7 T_max: fuse only if T99_fused < T_max (else the unfused plan)");
+  plan_cmd->add_option("--jitter-bound", plan.jitter_bound,
+                       "7.7: fuse only if jitter_fused < this x jitter_unfused (default 1.2)");
+  plan_cmd->add_option("--measured", plan.measured,
+                       "an `opfuse explore` folder: measured p50/p99 for the tail bounds");
   plan_cmd->add_flag("--no-fusion", plan.no_fusion, "the unfused plan");
   plan_cmd->add_flag("--log", plan.show_log, "print every decision");
 

@@ -26,9 +26,7 @@ using json = nlohmann::ordered_json;
 
 namespace {
 
-// Same tolerance as the zoo tests (tests/kernel_check.h): f32 reductions of <= 1024 terms
-// against a double reference, FMA contraction and reordering included.
-constexpr reference::Tolerance kTolerance{1e-4, 2e-4};
+constexpr reference::Tolerance kTolerance = reference::kGraphTolerance;
 
 struct Timing {
   double median_s = 0, p99_s = 0;

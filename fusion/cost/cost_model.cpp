@@ -114,6 +114,19 @@ double CostModel::onchip_limit_bytes() const {
   return l2_bytes / std::max(1, profile_.cores) / 2;
 }
 
+// 7.4.1 T = max(T_compute, T_memory) + T_overhead, corrected:
+//   T_actual = T * (1 + a_cache + a_conflict + a_divergence).
+// Each factor charges the groups its effect applies to: a_cache the memory-bound ones (their
+// traffic misses the levels the model assumed), a_conflict the compute-bound ones (port and
+// register conflicts keep them below the FMA peak), a_divergence every group on a GPU. The
+// factors are fitted per profile from measurements (`opfuse explore --calibrate`).
+double corrected_time(const HardwareProfile& p, const GroupEstimate& e) {
+  const double correction = 1 + (e.bound == Bound::memory ? p.alpha_cache : 0) +
+                            (e.bound == Bound::compute ? p.alpha_conflict : 0) +
+                            (p.gpu ? p.alpha_divergence : 0);
+  return (std::max(e.t_compute_s, e.t_memory_s) + e.t_overhead_s) * correction;
+}
+
 GroupEstimate RooflineCostModel::estimate(const IndexedGraph& ig,
                                           const std::vector<size_t>& nodes) const {
   const graph::Graph& g = ig.graph();
@@ -190,9 +203,7 @@ GroupEstimate RooflineCostModel::estimate(const IndexedGraph& ig,
   e.t_compute_s = e.flops / peak;
   e.t_memory_s = e.boundary_bytes() / bw;
   e.t_overhead_s = profile_.launch_overhead_s;
-  const double correction =
-      1 + profile_.alpha_cache + profile_.alpha_conflict + profile_.alpha_divergence;
-  e.t_total_s = (std::max(e.t_compute_s, e.t_memory_s) + e.t_overhead_s) * correction;
+  e.t_total_s = corrected_time(profile_, e);
 
   // 7.3.4 prefetch distance for the innermost vector loop: one iteration consumes one cache
   // line (64 B) of each streamed input; its compute time is the group's FLOPs per line on one
@@ -241,9 +252,8 @@ GroupEstimate NumaCostModel::estimate(const IndexedGraph& ig,
   const double local = e.boundary_bytes() - remote;
   const double bw = profile_.level_holding(e.boundary_bytes()).bandwidth_Bps;
   e.t_memory_s = (local + remote * ratio) / bw;
-  const double correction =
-      1 + profile_.alpha_cache + profile_.alpha_conflict + profile_.alpha_divergence;
-  e.t_total_s = (std::max(e.t_compute_s, e.t_memory_s) + e.t_overhead_s) * correction;
+  e.bound = e.t_memory_s > e.t_compute_s ? Bound::memory : Bound::compute;
+  e.t_total_s = corrected_time(profile_, e);
   return e;
 }
 

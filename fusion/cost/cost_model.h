@@ -68,6 +68,9 @@ double ridge_point(double peak_flops, double bandwidth_Bps);
 double bandwidth_saving(double boundary_bytes, double total_bytes);
 // 7.3.4 prefetch distance: d = ceil(L_mem / T_compute)
 int prefetch_distance(double memory_latency_s, double compute_per_iteration_s);
+// 7.4.1 T_actual = (max(T_compute, T_memory) + T_overhead) * (1 + a_cache + a_conflict +
+// a_divergence), each factor charged to the groups its effect applies to (see the .cpp).
+double corrected_time(const HardwareProfile& p, const GroupEstimate& e);
 
 class CostModel {
  public:

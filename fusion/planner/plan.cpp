@@ -87,7 +87,8 @@ std::string plan_to_json(const FusionPlan& p) {
                       {"store", g.intent.stored},
                       {"tile_fraction", g.intent.tile_fraction},
                       {"prefetch_distance", g.intent.prefetch_distance},
-                      {"gpu_threads", g.intent.gpu_threads}};
+                      {"gpu_threads", g.intent.gpu_threads},
+                      {"vector_lanes", g.intent.vector_lanes}};
     jg["reasons"] = g.reasons;
     j["groups"].push_back(jg);
   }

@@ -39,6 +39,13 @@ std::string fmt_s(double s) {
   return os.str();
 }
 
+std::string fmt_num(double v) {
+  std::ostringstream os;
+  os.precision(3);
+  os << v;
+  return os.str();
+}
+
 class Planner {
  public:
   Planner(const graph::Graph& g, const CostModel& m, const PlannerOptions& o)
@@ -80,6 +87,7 @@ class Planner {
         groups_[group_of_[nodes[0]]].est = est;
         groups_[group_of_[nodes[0]]].reasons = {"given by the user's plan"};
       }
+      if (user[gi].vector_lanes > 0) vector_lanes_[nodes[0]] = user[gi].vector_lanes;
     }
     for (size_t i = 0; i < ig_.size(); ++i) {
       if (seen[i] < 0)
@@ -601,6 +609,10 @@ class Planner {
       fg.estimate = grp.est;
       fg.unfused_time_s = unfused_time(grp.nodes);
       fg.intent = intent_of(grp.nodes, grp.est);
+      for (size_t n : grp.nodes) {
+        auto v = vector_lanes_.find(n);
+        if (v != vector_lanes_.end()) fg.intent.vector_lanes = v->second;
+      }
       fg.reasons = grp.reasons;
       if (fg.reasons.empty()) {
         fg.reasons.push_back(opt_.enable_fusion ? "no rule or merge lowered the cost: runs alone"
@@ -652,7 +664,8 @@ class Planner {
   Legality legal_;
   std::vector<Group> groups_;
   std::vector<size_t> group_of_;
-  std::vector<double> pos_;  // per group id: a topological order of the live groups
+  std::map<size_t, int> vector_lanes_;  // a user group's first node -> its vector width
+  std::vector<double> pos_;             // per group id: a topological order of the live groups
   std::vector<double> single_;
   std::vector<bool> critical_;
   std::vector<std::string> log_;
@@ -662,9 +675,52 @@ class Planner {
 
 }  // namespace
 
+namespace {
+
+// Exercise 7.7: which tail bound the fused plan breaks, or "" when it keeps both.
+std::string broken_tail_bound(const FusionPlan& fused, const PlannerOptions& o,
+                              std::vector<std::string>& log) {
+  const double t_max = o.p99_bound_s;
+  if (!o.measured_tail) {
+    const double t99 = fused.fused_time_s;
+    log.push_back("tail bound: predicted T99 " + fmt_s(t99) + (t99 < t_max ? " < " : " >= ") +
+                  "T_max " + fmt_s(t_max) +
+                  " (no measured distribution: the jitter bound is not checked)");
+    return t99 < t_max ? "" : "p99";
+  }
+  const TailMeasurement& m = *o.measured_tail;
+  const double jf = m.fused_p99_s / m.fused_p50_s, ju = m.unfused_p99_s / m.unfused_p50_s;
+  log.push_back("tail bound: measured T99_fused " + fmt_s(m.fused_p99_s) +
+                (m.fused_p99_s < t_max ? " < " : " >= ") + "T_max " + fmt_s(t_max) +
+                "; jitter_fused " + fmt_num(jf) + (jf < o.jitter_bound * ju ? " < " : " >= ") +
+                fmt_num(o.jitter_bound) + " x jitter_unfused " + fmt_num(ju));
+  if (m.fused_p99_s >= t_max) return "p99";
+  if (jf >= o.jitter_bound * ju) return "jitter";
+  return "";
+}
+
+}  // namespace
+
 FusionPlan plan_fusion(const graph::Graph& g, const CostModel& model,
                        const PlannerOptions& options) {
-  return Planner(g, model, options).run();
+  FusionPlan fused = Planner(g, model, options).run();
+  if (options.p99_bound_s <= 0 || !options.enable_fusion) return fused;
+  std::vector<std::string> log;
+  const std::string broken = broken_tail_bound(fused, options, log);
+  if (broken.empty()) {
+    fused.log.insert(fused.log.end(), log.begin(), log.end());
+    fused.log.push_back("tail bound: both bounds hold, the fused plan stands");
+    return fused;
+  }
+  // Roll back to the conservative plan (7.7), saying which bound decided.
+  PlannerOptions conservative = options;
+  conservative.enable_fusion = false;
+  FusionPlan plan = Planner(g, model, conservative).run();
+  plan.log.insert(plan.log.begin(), log.begin(), log.end());
+  plan.log.insert(plan.log.begin() + long(log.size()),
+                  "tail bound: the " + broken +
+                      " bound is broken: rolled back to the conservative (unfused) plan");
+  return plan;
 }
 
 FusionPlan plan_from_user_groups(const graph::Graph& g, const CostModel& model,
@@ -696,13 +752,24 @@ std::vector<UserGroup> user_groups_from_plan_json(const std::string& text,
       if (!n.is_string()) throw std::invalid_argument(where + ": node names are strings");
       u.nodes.push_back(n.get<std::string>());
     }
-    if (g.contains("schedule") && g["schedule"].is_object() &&
-        g["schedule"].contains("tile_fraction")) {
+    const bool sched = g.contains("schedule") && g["schedule"].is_object();
+    if (sched && g["schedule"].contains("tile_fraction")) {
       const auto& t = g["schedule"]["tile_fraction"];
       if (!t.is_number() || t.get<double>() <= 0 || t.get<double>() > 1) {
         throw std::invalid_argument(where + ": schedule.tile_fraction must be in (0, 1]");
       }
       u.tile_fraction = t.get<double>();
+    }
+    if (sched && g["schedule"].contains("vector_lanes")) {
+      const auto& v = g["schedule"]["vector_lanes"];
+      const bool ok = v.is_number_integer() && v.get<int64_t>() >= 0 && v.get<int64_t>() <= 64 &&
+                      (v.get<int64_t>() & (v.get<int64_t>() - 1)) == 0;
+      if (!ok) {
+        throw std::invalid_argument(where +
+                                    ": schedule.vector_lanes must be 0 (the target's) or a "
+                                    "power of two up to 64");
+      }
+      u.vector_lanes = v.get<int>();
     }
     out.push_back(std::move(u));
   }

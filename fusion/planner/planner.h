@@ -15,6 +15,7 @@
 // unfused one under the model.
 #pragma once
 
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -26,6 +27,12 @@
 #include "fusion/planner/plan.h"
 
 namespace opfuse::fusion {
+
+// Measured latency distributions of the fused and the unfused plan (from `opfuse explore`).
+struct TailMeasurement {
+  double fused_p50_s = 0, fused_p99_s = 0;
+  double unfused_p50_s = 0, unfused_p99_s = 0;
+};
 
 struct PlannerOptions {
   bool enable_fusion = true;             // false: the unfused plan, with reasons
@@ -40,17 +47,26 @@ struct PlannerOptions {
   double time_limit_s = 0;
   double latency_bound_s = 0;                 // L_max over the critical paths; 0: none
   std::vector<std::string> critical_outputs;  // outputs whose paths are critical; empty: all
+  // Exercise 7.7 tail latency: fuse only if T99_fused < T_max and jitter_fused <
+  // jitter_bound * jitter_unfused (jitter = p99 / p50); otherwise roll back to the
+  // conservative (unfused) plan. Measured distributions decide when given; without them the
+  // predicted time stands for T99 and jitter cannot be checked (the log says so).
+  double p99_bound_s = 0;  // T_max; 0: no tail bound
+  double jitter_bound = 1.2;
+  std::optional<TailMeasurement> measured_tail;
 };
 
 FusionPlan plan_fusion(const graph::Graph& g, const CostModel& model,
                        const PlannerOptions& options = {});
 
-// A user's partition: groups of node names, optionally with a tile fraction each (0: the
-// cost model's). Read from a plan JSON ("groups": [{"nodes": [...], "schedule":
-// {"tile_fraction": f}}, ...]); a plan written by opfuse is a valid input, edited or not.
+// A user's partition: groups of node names, optionally with a tile fraction and a vector
+// width each (0: the cost model's / the target's). Read from a plan JSON ("groups":
+// [{"nodes": [...], "schedule": {"tile_fraction": f, "vector_lanes": n}}, ...]); a plan
+// written by opfuse is a valid input, edited or not.
 struct UserGroup {
   std::vector<std::string> nodes;
   double tile_fraction = 0;
+  int vector_lanes = 0;
 };
 std::vector<UserGroup> user_groups_from_plan_json(const std::string& text,
                                                   const std::string& source);

@@ -163,17 +163,27 @@ TEST_CASE("exercise 7.5: NUMA-aware cost, remote reads cost 150/100 of local one
   CHECK(remote.estimate(ig, {relu, tanh}).t_memory_s == doctest::Approx(2 * bytes / 100e9));
 }
 
-TEST_CASE("correction factors scale the prediction (7.4.1)") {
+TEST_CASE("correction factors scale the prediction, each on the groups it applies to (7.4.1)") {
   GraphBuilder b("c");
-  b.output(b.relu(b.input("x", {1 << 20})));
+  const auto x = b.input("x", {1 << 20});
+  const auto w = b.param("w", {64, 64});
+  b.output(b.relu(x));
+  b.output(b.matmul(b.input("a", {256, 64}), w));
   const Graph g = b.build();
   const IndexedGraph ig(g);
-  HardwareProfile p = flat_profile(1e15, 100e9, 1e-6);
-  const double base = RooflineCostModel(p).estimate(ig, ig.topo()).t_total_s;
+  HardwareProfile p = flat_profile(1e12, 100e9, 1e-6);
+  const std::vector<size_t> mem{0}, comp{1};  // relu (memory-bound), matmul (compute-bound)
+  const GroupEstimate m0 = RooflineCostModel(p).estimate(ig, mem);
+  const GroupEstimate c0 = RooflineCostModel(p).estimate(ig, comp);
+  REQUIRE(m0.bound == Bound::memory);
+  REQUIRE(c0.bound == Bound::compute);
   p.alpha_cache = 0.2;
-  p.alpha_conflict = 0.05;
-  p.alpha_divergence = 0.05;
-  CHECK(RooflineCostModel(p).estimate(ig, ig.topo()).t_total_s == doctest::Approx(base * 1.3));
+  p.alpha_conflict = 0.5;
+  p.alpha_divergence = 0.05;  // a CPU profile: no warps diverge
+  CHECK(RooflineCostModel(p).estimate(ig, mem).t_total_s == doctest::Approx(m0.t_total_s * 1.2));
+  CHECK(RooflineCostModel(p).estimate(ig, comp).t_total_s == doctest::Approx(c0.t_total_s * 1.5));
+  p.gpu = true;
+  CHECK(RooflineCostModel(p).estimate(ig, mem).t_total_s == doctest::Approx(m0.t_total_s * 1.25));
 }
 
 TEST_CASE("profiles: built-ins, JSON round trip, clear errors") {

@@ -36,13 +36,12 @@ TEST_CASE("models/ holds the zoo as the builder defines it (run `opfuse zoo` aft
 }
 
 TEST_CASE("every zoo model (cpu size) matches the reference end to end") {
-  // Tolerance: chains of up to ~17 ops with f32 reductions of at most 1024 terms (see
-  // tests/ops/test_ops.cpp); errors compound mildly along a chain, so the op-level 1e-4 is
-  // kept and doubled on the absolute side.
+  // Tolerance: reference::kGraphTolerance (chains of up to ~17 ops, f32 reductions of at most
+  // 1024 terms).
   for (const auto& name : zoo_names()) {
     CAPTURE(name);
     const Graph g = load_graph_json(std::string(OPFUSE_MODELS_DIR) + "/cpu/" + name + ".json");
-    opfuse::testing::check_root_matches_reference(g, {1e-4, 2e-4});
+    opfuse::testing::check_root_matches_reference(g, opfuse::reference::kGraphTolerance);
   }
 }
 

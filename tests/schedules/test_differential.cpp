@@ -30,8 +30,8 @@ uint64_t env_or(const char* name, uint64_t fallback) {
 }
 
 // Tolerance: a handful of ops with f32 reductions of <= 8 * 9 = 72 terms and transcendental
-// ops; the zoo's tolerance (tests/kernel_check.h) holds with margin.
-constexpr reference::Tolerance kTolerance{1e-4, 2e-4};
+// ops; the graph tolerance holds with margin.
+constexpr reference::Tolerance kTolerance = reference::kGraphTolerance;
 
 }  // namespace
 
