@@ -295,7 +295,11 @@ class Emitter {
       const bool materialized =
           std::find(g.intent.materialized.begin(), g.intent.materialized.end(), name) !=
           g.intent.materialized.end();
-      if (roots.size() != 1 || materialized || (gpu_ && !inlined && has_row_statistics(g))) {
+      // A member computed per tile cannot feed a materialized member (computed once, before
+      // the tiles): it is materialized too unless it inlines into it.
+      const bool feeds_materialized = !inlined && reaches_any(name, members, g.intent.materialized);
+      if (roots.size() != 1 || materialized || feeds_materialized ||
+          (gpu_ && !inlined && has_row_statistics(g))) {
         schedule_root(ln, g, own_root(ln));
         continue;
       }
@@ -326,6 +330,26 @@ class Emitter {
     for (const auto& name : g.nodes) {
       const std::string& op = ig_.node(index_.at(name)).op;
       if (op == "softmax" || op == "layer_norm") return true;
+    }
+    return false;
+  }
+
+  // Does `name` (transitively, inside the group) feed one of `targets`?
+  bool reaches_any(const std::string& name, const std::set<std::string>& members,
+                   const std::vector<std::string>& targets) const {
+    if (targets.empty()) return false;
+    const std::set<std::string> want(targets.begin(), targets.end());
+    std::vector<size_t> stack{index_.at(name)};
+    std::set<size_t> seen;
+    while (!stack.empty()) {
+      const size_t u = stack.back();
+      stack.pop_back();
+      for (size_t s : ig_.succs(u)) {
+        const std::string& sn = ig_.node(s).name;
+        if (!members.count(sn) || !seen.insert(s).second) continue;
+        if (want.count(sn)) return true;
+        stack.push_back(s);
+      }
     }
     return false;
   }

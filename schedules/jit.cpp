@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <stdexcept>
 #include <thread>
 
 #include "Halide.h"
@@ -53,6 +54,16 @@ struct CompiledPlan::Impl {
 CompiledPlan::CompiledPlan(const graph::Graph& g, const fusion::FusionPlan& plan,
                            const graph::TensorMap& inputs, const graph::TensorMap& params)
     : impl_(std::make_unique<Impl>()) {
+  try {
+    compile(g, plan, inputs, params);
+  } catch (const Halide::Error& e) {
+    // Halide's errors are not std::exceptions: callers see one type, with Halide's message.
+    throw std::runtime_error(std::string("Halide could not compile the plan: ") + e.what());
+  }
+}
+
+void CompiledPlan::compile(const graph::Graph& g, const fusion::FusionPlan& plan,
+                           const graph::TensorMap& inputs, const graph::TensorMap& params) {
   for (const auto& name : g.tensor_names()) {
     if (g.tensor(name).kind != graph::TensorKind::intermediate &&
         g.tensor(name).dtype != graph::DType::f32) {
@@ -87,7 +98,11 @@ void CompiledPlan::run() {
   std::vector<Buffer<>> bufs(impl_->outs.begin(), impl_->outs.end());
   g_heap_now = 0;
   g_heap_peak = 0;
-  impl_->pipeline.realize(Realization(bufs), impl_->target);
+  try {
+    impl_->pipeline.realize(Realization(bufs), impl_->target);
+  } catch (const Halide::Error& e) {
+    throw std::runtime_error(std::string("the compiled plan failed to run: ") + e.what());
+  }
   impl_->peak = size_t(g_heap_peak.load());
 }
 

@@ -16,20 +16,23 @@ namespace opfuse::schedules {
 class CompiledPlan {
  public:
   // Params come from graph::param_values unless given. Throws graph::GraphError for graphs
-  // the JIT path does not take (f16 tensors).
+  // the JIT path does not take (f16 tensors), std::runtime_error (with Halide's message) when
+  // Halide refuses the schedule.
   CompiledPlan(const graph::Graph& g, const fusion::FusionPlan& plan,
                const graph::TensorMap& inputs, const graph::TensorMap& params = {});
   ~CompiledPlan();
   CompiledPlan(const CompiledPlan&) = delete;
   CompiledPlan& operator=(const CompiledPlan&) = delete;
 
-  void run();
+  void run();                        // std::runtime_error when the pipeline fails
   graph::TensorMap outputs() const;  // the graph outputs of the last run, by name
   // The most bytes the pipeline's heap allocations (intermediates Halide stores) held at once
   // during the last run; stack allocations of small tiles are not counted.
   size_t peak_heap_bytes() const;
 
  private:
+  void compile(const graph::Graph& g, const fusion::FusionPlan& plan,
+               const graph::TensorMap& inputs, const graph::TensorMap& params);
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
