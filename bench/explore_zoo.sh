@@ -13,7 +13,7 @@ for g in "$here"/models/cpu/*.json; do
   name="$(basename "$g" .json)"
   echo "== $name"
   "$build/tools/opfuse-explore" "$g" --budget "$budget" --out "$out/$name" --quiet |
-    grep -E "measured|planner's plan|cost model"
+    grep -E "^- "
   dirs+=("$out/$name")
 done
 echo "== calibration over the zoo"

@@ -10,6 +10,7 @@ find_package(CLI11 REQUIRED)
 find_package(Threads REQUIRED)
 find_package(ONNX REQUIRED)      # Debian libonnx-dev: ONNX import
 find_package(Protobuf REQUIRED)
+find_package(MPI REQUIRED COMPONENTS CXX)  # Debian OpenMPI: `opfuse explore --mpi`
 
 # CUDA: only the toolkit's `ptxas` is needed, to assemble the PTX that Halide emits for
 # host-cuda. Without it the host-cuda libraries are not built and the PTX test reports a skip.

@@ -79,7 +79,9 @@ int check_graph(const std::string& path, bool run) {
 int plan_command(const PlanCommand& c) {
   const graph::Graph g = load_any(c.graph);
   const fusion::HardwareProfile profile = fusion::load_profile(c.profile);
-  const fusion::RooflineCostModel model(profile);
+  const std::unique_ptr<fusion::CostModel> model_ptr =
+      fusion::make_cost_model(c.cost_model, profile);
+  const fusion::CostModel& model = *model_ptr;
   fusion::PlannerOptions options;
   options.enable_fusion = !c.no_fusion;
   options.latency_bound_s = c.latency_bound_us * 1e-6;

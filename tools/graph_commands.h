@@ -16,9 +16,10 @@ int check_graph(const std::string& path, bool run);
 struct PlanCommand {
   std::string graph;
   std::string profile = "epyc-avx512-2c";
-  std::string rules;     // extra rule file
-  std::string json_out;  // write the plan JSON here
-  std::string dot_out;   // write the DOT rendering here
+  std::string cost_model = "roofline";  // or learned:WEIGHTS.json
+  std::string rules;                    // extra rule file
+  std::string json_out;                 // write the plan JSON here
+  std::string dot_out;                  // write the DOT rendering here
   bool no_fusion = false;
   double latency_bound_us = 0;
   double p99_bound_us = 0;    // 7.7 T_max

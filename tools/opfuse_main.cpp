@@ -66,6 +66,8 @@ int main(int argc, char** argv) {
   plan_cmd->add_option("graph", plan.graph, "graph file (.json or .onnx)")->required();
   plan_cmd->add_option("--profile", plan.profile,
                        "hardware profile: epyc-avx512-2c, x86-avx2-8c, h200, or a .json file");
+  plan_cmd->add_option("--cost-model", plan.cost_model,
+                       "roofline (default) or learned:WEIGHTS.json (opfuse explore learn)");
   plan_cmd->add_option("--rules", plan.rules, "extra fusion rules, one 'name: pattern' a line");
   plan_cmd->add_option("--json", plan.json_out, "write the plan (decision log) as JSON");
   plan_cmd->add_option("--dot", plan.dot_out, "write the plan as a DOT graph");

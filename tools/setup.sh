@@ -20,7 +20,8 @@ export OPFUSE_ROOT OPFUSE_VENV OPFUSE_BUILD
 
 APT_PACKAGES=(build-essential python3-dev doctest-dev libbenchmark-dev nlohmann-json3-dev
               libcli11-dev pocl-opencl-icd ocl-icd-opencl-dev libonnx-dev libprotobuf-dev
-              protobuf-compiler libopenblas-dev libdnnl-dev graphviz clang libclang-rt-14-dev)
+              protobuf-compiler libopenblas-dev libdnnl-dev graphviz clang libclang-rt-14-dev
+              libopenmpi-dev openmpi-bin python3-matplotlib)
 PIP_PACKAGES=("halide==21.0.0" "cmake>=3.28,<5" "ninja")
 
 log() { printf '[setup] %s\n' "$*" >&2; }

@@ -273,4 +273,42 @@ bool Graph::operator==(const Graph& o) const {
   return true;
 }
 
+Graph subgraph(const Graph& g, const std::vector<std::string>& nodes, const std::string& name) {
+  std::set<std::string> members(nodes.begin(), nodes.end()), produced;
+  std::vector<const Node*> chosen;
+  for (size_t i : g.topo_order()) {
+    if (members.count(g.nodes()[i].name)) chosen.push_back(&g.nodes()[i]);
+  }
+  if (chosen.size() != members.size()) {
+    for (const auto& n : nodes) {
+      bool found = false;
+      for (const Node* c : chosen) found = found || c->name == n;
+      if (!found) throw GraphError("subgraph: no node named '" + n + "' in '" + g.name + "'");
+    }
+  }
+  Graph s;
+  s.name = name;
+  for (const Node* n : chosen) produced.insert(n->outputs.begin(), n->outputs.end());
+  std::set<std::string> added;
+  for (const Node* n : chosen) {
+    for (const auto& in : n->inputs) {
+      if (produced.count(in) || !added.insert(in).second) continue;
+      Tensor t = g.tensor(in);
+      if (t.kind == TensorKind::intermediate) t.kind = TensorKind::input;
+      s.add_tensor(std::move(t));
+    }
+  }
+  for (const Node* n : chosen) s.add_node(*n);  // declares its outputs; validate() infers them
+  const std::set<std::string> graph_outputs(g.outputs().begin(), g.outputs().end());
+  for (const Node* n : chosen) {
+    for (const auto& out : n->outputs) {
+      bool outside = graph_outputs.count(out) != 0;
+      for (const Node* c : g.consumers(out)) outside = outside || !members.count(c->name);
+      if (outside) s.mark_output(out);
+    }
+  }
+  s.validate();
+  return s;
+}
+
 }  // namespace opfuse::graph

@@ -136,4 +136,9 @@ std::string shape_to_string(const Shape& s);
 int64_t num_elements(const Shape& s);
 size_t dtype_bytes(DType d);
 
+// The nodes `nodes` of a validated graph as a graph of their own: tensors they read from
+// outside become inputs (params stay params, with their values), tensors they produce that are
+// read outside or are graph outputs become outputs. GraphError when a name is not a node.
+Graph subgraph(const Graph& g, const std::vector<std::string>& nodes, const std::string& name);
+
 }  // namespace opfuse::graph

@@ -2,11 +2,15 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <fstream>
+#include <random>
 
 #include "fusion/cost/cost_model.h"
+#include "fusion/cost/learned_model.h"
 #include "fusion/graph/builder.h"
 #include "fusion/graph/indexed_graph.h"
 #include "fusion/hardware/calibrate.h"
+#include "fusion/planner/planner.h"
 
 using namespace opfuse::fusion;
 using namespace opfuse::graph;
@@ -221,4 +225,86 @@ TEST_CASE("calibrate (quick) measures a usable profile") {
   }
   CHECK(p.memory_latency_s > 0);
   CHECK(profile_from_json(profile_to_json(p), "measured").peak_flops_f32 == p.peak_flops_f32);
+}
+
+TEST_CASE("elementwise producers inlined into an anchor's operand are charged per use") {
+  GraphBuilder b("pre");
+  Conv2dOptions same;
+  same.pads = {1, 1, 1, 1};
+  const auto x = b.input("x", {1, 16, 16, 8}, Layout::NHWC);
+  b.output(b.conv2d(b.relu(x), b.param("w", {64, 8, 3, 3}), same));
+  const Graph g = b.build();
+  const IndexedGraph ig(g);
+  const RooflineCostModel model(flat_profile(1e12, 100e9));
+  const size_t relu = 0, conv = 1;
+  const double fused = model.estimate(ig, {relu, conv}).flops;
+  const double apart = op_stats(ig, relu).flops + op_stats(ig, conv).flops;
+  // Each input element is read 64 * 9 times, 16 lanes at a time (vector_bytes 64): relu runs
+  // 36 times per element instead of once.
+  HardwareProfile p = flat_profile(1e12, 100e9);
+  p.vector_bytes = 64;
+  const double fused16 = RooflineCostModel(p).estimate(ig, {relu, conv}).flops;
+  // (plus a little halo recompute of the window's row tiles, the stencil term above)
+  CHECK(fused16 ==
+        doctest::Approx(apart + op_stats(ig, relu).flops * (64.0 * 9 / 16 - 1)).epsilon(1e-3));
+  CHECK(fused > apart);
+  // An epilogue (conv -> relu) is not recomputed.
+  GraphBuilder b2("post");
+  b2.output(b2.relu(
+      b2.conv2d(b2.input("x", {1, 16, 16, 8}, Layout::NHWC), b2.param("w", {64, 8, 3, 3}), same)));
+  const Graph g2 = b2.build();
+  const IndexedGraph ig2(g2);
+  CHECK(RooflineCostModel(p).estimate(ig2, {0, 1}).flops ==
+        doctest::Approx(op_stats(ig2, 0).flops + op_stats(ig2, 1).flops));
+}
+
+TEST_CASE("7.2.4 learned benefit model: trains, round-trips, and plugs into the planner") {
+  // A benefit that depends on two features: the MLP must fit it far better than a constant.
+  std::vector<std::vector<double>> x;
+  std::vector<double> y;
+  std::mt19937_64 rng(5);
+  std::uniform_real_distribution<double> u(-1, 1);
+  const size_t d = group_feature_names().size();
+  for (int i = 0; i < 200; ++i) {
+    std::vector<double> f(d);
+    for (auto& v : f) v = u(rng);
+    x.push_back(f);
+    y.push_back(1 / (1 + std::exp(-(2 * f[0] - 1.5 * f[4] * f[4] + 0.5))));
+  }
+  TrainOptions t;
+  t.epochs = 1500;
+  const Mlp m = train_mlp(x, y, t);
+  double err = 0, err_const = 0, mean = 0;
+  for (double v : y) mean += v / double(y.size());
+  for (size_t i = 0; i < x.size(); ++i) {
+    err += std::fabs(m.forward(x[i]) - y[i]);
+    err_const += std::fabs(mean - y[i]);
+  }
+  CHECK(err < 0.3 * err_const);
+  // Weights live in files: the JSON round trip predicts the same.
+  const Mlp back = mlp_from_json(mlp_to_json(m), "mlp.json");
+  CHECK(back.forward(x[7]) == doctest::Approx(m.forward(x[7])));
+  CHECK_THROWS_WITH_AS(mlp_from_json("{\"format\": \"opfuse.mlp\", \"inputs\": 3}", "bad.json"),
+                       doctest::Contains("bad.json"), std::invalid_argument);
+  CHECK(benefit_ratio(benefit_target(3e-3, 1e-3)) == doctest::Approx(3));
+
+  // Selectable as the planner's cost model; a multi-op group costs unfused / R.
+  const std::string path = "/tmp/opfuse_test_mlp.json";
+  std::ofstream(path) << mlp_to_json(m);
+  const auto learned = make_cost_model("learned:" + path, builtin_profile("epyc-avx512-2c"));
+  CHECK(learned->name() == "learned");
+  GraphBuilder b("chain");
+  b.output(b.tanh(b.relu(b.input("x", {1 << 16}))));
+  const Graph g = b.build();
+  const IndexedGraph ig(g);
+  const RooflineCostModel roofline(builtin_profile("epyc-avx512-2c"));
+  const double unfused =
+      roofline.estimate(ig, {0}).t_total_s + roofline.estimate(ig, {1}).t_total_s;
+  const double R = benefit_ratio(m.forward(group_features(ig, {0, 1}, roofline)));
+  CHECK(learned->estimate(ig, {0, 1}).t_total_s == doctest::Approx(unfused / R));
+  CHECK(learned->estimate(ig, {0}).t_total_s ==
+        doctest::Approx(roofline.estimate(ig, {0}).t_total_s));
+  CHECK_NOTHROW(plan_fusion(g, *learned));
+  CHECK_THROWS_AS(make_cost_model("learned:/nonexistent.json", builtin_profile("h200")),
+                  std::runtime_error);
 }

@@ -130,3 +130,23 @@ TEST_CASE("round_to_f16 rounds to nearest even and saturates to infinity") {
   CHECK(std::isinf(round_to_f16(70000.0f)));
   CHECK(round_to_f16(std::ldexp(1.0f, -24)) == std::ldexp(1.0f, -24));  // smallest subnormal
 }
+
+TEST_CASE("subgraph: a group of nodes as a graph of its own") {
+  const Graph g = zoo_model("mixed", ZooSize::cpu);
+  const Graph s = subgraph(g, {"batch_norm_0", "relu_0", "max_pool_0"}, "part");
+  CHECK(s.name == "part");
+  CHECK(s.nodes().size() == 3);
+  // conv2d_0's output comes in from outside; BN's params stay params with their init.
+  REQUIRE(s.inputs().size() == 1);
+  CHECK(s.inputs()[0] == g.nodes()[0].outputs[0]);
+  CHECK(s.tensor(s.inputs()[0]).shape == g.tensor(g.nodes()[0].outputs[0]).shape);
+  CHECK(s.params().size() == 4);
+  // relu_0's output is read outside (by avg_pool_0), max_pool_0's is a graph output.
+  CHECK(s.outputs() == std::vector<std::string>{"relu_0", "max_pool_0"});
+  CHECK(s.tensor("max_pool_0").shape == g.tensor("max_pool_0").shape);
+  opfuse::testing::check_graph_error(
+      [&] {
+        subgraph(g, {"relu_0", "nope"}, "bad");
+      },
+      {"nope", "mixed"});
+}

@@ -361,9 +361,10 @@ Exploration explore(const graph::Graph& g, const Options& o, const std::string& 
   const std::string results_path = out_dir + "/results.jsonl";
   std::map<std::string, Result> done = read_results(results_path);
   {
-    json meta = {{"graph", g.name},    {"profile", o.profile}, {"budget", o.budget},
-                 {"rounds", o.rounds}, {"beam", o.beam},       {"gate", o.gate},
-                 {"shard", o.shard},   {"shards", o.shards},   {"seed", o.seed}};
+    json meta = {{"graph", g.name},    {"graph_path", o.graph_path}, {"profile", o.profile},
+                 {"budget", o.budget}, {"rounds", o.rounds},         {"beam", o.beam},
+                 {"gate", o.gate},     {"shard", o.shard},           {"shards", o.shards},
+                 {"seed", o.seed}};
     std::ofstream(out_dir + "/meta.json") << meta.dump(2) << "\n";
   }
   Exploration e;

@@ -13,12 +13,10 @@
 
 #include "fusion/hardware/profile.h"
 #include "tools/explore/explore.h"
+#include "tools/explore/explore_mpi.h"
+#include "tools/explore/learn.h"
 #include "tools/explore/measure.h"
 #include "tools/graph_commands.h"
-
-#ifdef OPFUSE_HAVE_MPI
-#include "tools/explore/explore_mpi.h"
-#endif
 
 namespace fs = std::filesystem;
 using namespace opfuse;
@@ -102,6 +100,19 @@ int main(int argc, char** argv) {
   cal->add_option("--profile", o.profile, "hardware profile to calibrate");
   cal->add_option("--out", cal_out, "calibrated profile JSON");
 
+  CLI::App* learn = app.add_subcommand(
+      "learn", "7.2.4: measure the groups of explorations, train the benefit MLP, score it");
+  std::vector<std::string> learn_dirs;
+  std::string learn_out = "benefit_mlp.json", learn_data = "benefit_samples.csv", learn_from;
+  fusion::TrainOptions train;
+  learn->add_option("dirs", learn_dirs, "exploration output folders");
+  learn->add_option("--out", learn_out, "trained weights (JSON)");
+  learn->add_option("--data", learn_data, "training data written (CSV)");
+  learn->add_option("--from-data", learn_from, "train from this CSV instead of measuring");
+  learn->add_option("--profile", o.profile, "hardware profile of the analytic features");
+  learn->add_option("--hidden", train.hidden, "hidden units");
+  learn->add_option("--epochs", train.epochs, "training epochs");
+
   CLI11_PARSE(app, argc, argv);
   try {
     if (*merge) {
@@ -155,19 +166,40 @@ int main(int argc, char** argv) {
                   c.alpha_conflict, c.samples, cal_out.c_str());
       return 0;
     }
+    if (*learn) {
+      std::vector<explore::GroupSample> samples;
+      if (!learn_from.empty()) {
+        samples = explore::read_samples_csv(learn_from);
+      } else {
+        if (learn_dirs.empty()) throw std::invalid_argument("learn: exploration folders needed");
+        o.min_time_s = 0.05;
+        samples = explore::collect_group_samples(learn_dirs, o);
+        explore::write_samples_csv(samples, learn_data);
+        std::printf("%zu group samples -> %s\n", samples.size(), learn_data.c_str());
+      }
+      fusion::Mlp mlp;
+      const explore::LearnReport r = explore::train_and_score(samples, train, mlp);
+      std::ofstream(learn_out) << fusion::mlp_to_json(mlp);
+      std::printf(
+          "trained on %d groups, scored on %d held out (benefit ratio R = T_unfused / "
+          "T_fused):\n",
+          r.train, r.held_out);
+      std::printf("  %-10s median |error| %6.1f%%  Spearman %6.3f\n", "learned",
+                  100 * r.learned_mdape, r.learned_spearman);
+      std::printf("  %-10s median |error| %6.1f%%  Spearman %6.3f\n", "analytic",
+                  100 * r.analytic_mdape, r.analytic_spearman);
+      std::printf("weights -> %s (use: opfuse plan --cost-model learned:%s)\n", learn_out.c_str(),
+                  learn_out.c_str());
+      return 0;
+    }
     if (graph_path.empty()) throw std::invalid_argument("a graph file is needed");
     if (!shard.empty()) parse_shard(shard, o);
     o.gate = !no_gate;
     o.p99_bound_s = p99_us * 1e-6;
     o.progress = !quiet;
     const graph::Graph g = tools::load_any(graph_path);
-    if (mpi) {
-#ifdef OPFUSE_HAVE_MPI
-      return explore::run_mpi(g, o, out, argc, argv);
-#else
-      throw std::invalid_argument("--mpi: this build has no MPI (install libopenmpi-dev)");
-#endif
-    }
+    o.graph_path = fs::absolute(graph_path).string();
+    if (mpi) return explore::run_mpi(g, o, out, argc, argv);
     const fusion::RooflineCostModel model(fusion::load_profile(o.profile));
     const explore::Exploration e = explore::explore(g, o, out, explore::jit_measure(g, model, o));
     explore::write_outputs(g, o, e, out);
