@@ -2,6 +2,8 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <map>
+#include <mutex>
 #include <stdexcept>
 #include <thread>
 
@@ -16,15 +18,29 @@ using namespace Halide;
 
 namespace {
 
-// Heap accounting for the JIT pipelines' allocations. Halide's handlers are plain function
-// pointers, so the counters are per process: one CompiledPlan runs at a time when measured.
+// Heap accounting and pooling for the JIT pipelines' allocations. Freed blocks are kept by
+// size and handed out again (as every framework's caching allocator does, and as the AOT
+// benchmarks' pool does), so a plan that stores intermediates is not charged for the page
+// faults of fresh large allocations on every call. Halide's handlers are plain function
+// pointers, so the pool and the counters are per process: one CompiledPlan is measured at a
+// time; the pool is emptied when a CompiledPlan is destroyed.
 std::atomic<int64_t> g_heap_now{0}, g_heap_peak{0};
+std::mutex g_pool_mutex;
+std::multimap<size_t, void*> g_pool;  // bytes -> free block
 
 constexpr size_t kHeader = 64;  // keeps the 32-byte alignment Halide asks for
 
 void* counting_malloc(JITUserContext*, size_t bytes) {
   void* p = nullptr;
-  if (posix_memalign(&p, kHeader, bytes + kHeader) != 0) return nullptr;
+  {
+    std::lock_guard<std::mutex> lock(g_pool_mutex);
+    auto it = g_pool.find(bytes);
+    if (it != g_pool.end()) {
+      p = it->second;
+      g_pool.erase(it);
+    }
+  }
+  if (!p && posix_memalign(&p, kHeader, bytes + kHeader) != 0) return nullptr;
   *static_cast<size_t*>(p) = bytes;
   const int64_t now = g_heap_now += int64_t(bytes);
   int64_t peak = g_heap_peak.load();
@@ -36,8 +52,16 @@ void* counting_malloc(JITUserContext*, size_t bytes) {
 void counting_free(JITUserContext*, void* ptr) {
   if (!ptr) return;
   void* base = static_cast<char*>(ptr) - kHeader;
-  g_heap_now -= int64_t(*static_cast<size_t*>(base));
-  std::free(base);
+  const size_t bytes = *static_cast<size_t*>(base);
+  g_heap_now -= int64_t(bytes);
+  std::lock_guard<std::mutex> lock(g_pool_mutex);
+  g_pool.emplace(bytes, base);
+}
+
+void empty_pool() {
+  std::lock_guard<std::mutex> lock(g_pool_mutex);
+  for (auto& [bytes, p] : g_pool) std::free(p);
+  g_pool.clear();
 }
 
 }  // namespace
@@ -92,7 +116,7 @@ void CompiledPlan::compile(const graph::Graph& g, const fusion::FusionPlan& plan
   impl_->pipeline.compile_jit(impl_->target);
 }
 
-CompiledPlan::~CompiledPlan() = default;
+CompiledPlan::~CompiledPlan() { empty_pool(); }
 
 void CompiledPlan::run() {
   std::vector<Buffer<>> bufs(impl_->outs.begin(), impl_->outs.end());

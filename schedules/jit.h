@@ -13,6 +13,8 @@ namespace opfuse::schedules {
 
 // A plan compiled once and run many times (exploration times it). Inputs and params are
 // copied into buffers the pipeline owns; outputs are written into buffers it owns too.
+// Intermediates come from a pool that reuses freed blocks (no page faults after the first
+// run), emptied when the CompiledPlan is destroyed.
 class CompiledPlan {
  public:
   // Params come from graph::param_values unless given. Throws graph::GraphError for graphs
