@@ -78,6 +78,16 @@ OpStats op_stats(const IndexedGraph& ig, size_t i) {
     s.flops = kTranscendentalFlops * out_elems;
   else if (op == "gelu")
     s.flops = (kTranscendentalFlops + 4) * out_elems;
+  else if (op == "erf" || op == "pow")
+    s.flops = kTranscendentalFlops * out_elems;
+  else if (op == "silu")
+    s.flops = (kTranscendentalFlops + 2) * out_elems;
+  else if (op == "sqrt" || op == "reciprocal")
+    s.flops = kDividerFlops * out_elems;
+  else if (op == "neg" || op == "where")
+    s.flops = out_elems;
+  else if (op == "reduce_sum" || op == "reduce_mean" || op == "reduce_max")
+    s.flops = elements(ig, n.inputs[0]);
   else if (op == "add" || op == "sub" || op == "mul" || op == "div" || op == "bias_add")
     s.flops = out_elems;
   else if (op == "batch_norm")

@@ -34,6 +34,9 @@ struct OpStats {
 // Cost of one vectorised exp/tanh/erf/sqrt evaluation, in FLOPs: a degree ~7 polynomial plus
 // range reduction (Halide's and libm's f32 versions are 10-20 instructions).
 inline constexpr double kTranscendentalFlops = 10;
+// Cost of a vector square root or reciprocal, in FLOPs: the divider unit's throughput is a
+// fraction of the FMA pipes' (several cycles per vector against two FMAs per cycle).
+inline constexpr double kDividerFlops = 4;
 
 OpStats op_stats(const graph::IndexedGraph& ig, size_t node);
 

@@ -57,6 +57,31 @@ GraphBuilder::T GraphBuilder::gelu(const T& x, bool tanh_approximation) {
   return node("gelu", {x}, {{"approximate", std::string("tanh")}});
 }
 GraphBuilder::T GraphBuilder::exp(const T& x) { return node("exp", {x}); }
+GraphBuilder::T GraphBuilder::sqrt(const T& x) { return node("sqrt", {x}); }
+GraphBuilder::T GraphBuilder::reciprocal(const T& x) { return node("reciprocal", {x}); }
+GraphBuilder::T GraphBuilder::neg(const T& x) { return node("neg", {x}); }
+GraphBuilder::T GraphBuilder::erf(const T& x) { return node("erf", {x}); }
+GraphBuilder::T GraphBuilder::silu(const T& x) { return node("silu", {x}); }
+GraphBuilder::T GraphBuilder::pow(const T& x, double exponent) {
+  return node("pow", {x}, {{"exponent", exponent}});
+}
+GraphBuilder::T GraphBuilder::where(const T& cond, const T& a, const T& b) {
+  return node("where", {cond, a, b});
+}
+GraphBuilder::T GraphBuilder::expand(const T& x, std::vector<int64_t> shape) {
+  return node("expand", {x}, {{"shape", std::move(shape)}});
+}
+GraphBuilder::T GraphBuilder::reduce(const std::string& op, const T& x, std::vector<int64_t> axes,
+                                     bool keepdims) {
+  return node(op, {x}, {{"axes", std::move(axes)}, {"keepdims", int64_t(keepdims ? 1 : 0)}});
+}
+GraphBuilder::T GraphBuilder::gather(const T& x, int64_t axis, std::vector<int64_t> indices,
+                                     bool scalar) {
+  return node(
+      "gather", {x},
+      {{"axis", axis}, {"indices", std::move(indices)}, {"scalar", int64_t(scalar ? 1 : 0)}});
+}
+
 GraphBuilder::T GraphBuilder::add(const T& a, const T& b) { return node("add", {a, b}); }
 GraphBuilder::T GraphBuilder::sub(const T& a, const T& b) { return node("sub", {a, b}); }
 GraphBuilder::T GraphBuilder::mul(const T& a, const T& b) { return node("mul", {a, b}); }

@@ -48,6 +48,16 @@ class GraphBuilder {
   T tanh(const T& x);
   T gelu(const T& x, bool tanh_approximation = false);
   T exp(const T& x);
+  T sqrt(const T& x);
+  T reciprocal(const T& x);
+  T neg(const T& x);
+  T erf(const T& x);
+  T silu(const T& x);
+  T pow(const T& x, double exponent);
+  T where(const T& cond, const T& a, const T& b);
+  T expand(const T& x, std::vector<int64_t> shape);
+  T reduce(const std::string& op, const T& x, std::vector<int64_t> axes, bool keepdims = true);
+  T gather(const T& x, int64_t axis, std::vector<int64_t> indices, bool scalar = false);
   T add(const T& a, const T& b);
   T sub(const T& a, const T& b);
   T mul(const T& a, const T& b);

@@ -79,8 +79,9 @@ class Importer {
     // Checked here, before any op reads the values (Gemm transposes them at import).
     const int64_t want = num_elements(p.shape);
     if (want < 0 || int64_t(p.data.size()) != want) {
-      throw GraphError(source_ + ": initializer '" + t.name() + "' has dims " + shape_to_string(p.shape) +
-                       " but carries " + std::to_string(p.data.size()) + " values");
+      throw GraphError(source_ + ": initializer '" + t.name() + "' has dims " +
+                       shape_to_string(p.shape) + " but carries " + std::to_string(p.data.size()) +
+                       " values");
     }
     g_.add_tensor(std::move(p));
   }

@@ -19,16 +19,27 @@ const std::vector<OpSchema> kOps = {
     {"tanh", FK::elementwise, 1, 1, "tanh(x)"},
     {"gelu", FK::elementwise, 1, 1, "x * Phi(x); approximate = \"tanh\" for the tanh form"},
     {"exp", FK::elementwise, 1, 1, "exp(x)"},
+    {"sqrt", FK::elementwise, 1, 1, "sqrt(x)"},
+    {"reciprocal", FK::elementwise, 1, 1, "1 / x"},
+    {"neg", FK::elementwise, 1, 1, "-x"},
+    {"erf", FK::elementwise, 1, 1, "erf(x)"},
+    {"silu", FK::elementwise, 1, 1, "x * sigmoid(x)"},
+    {"pow", FK::elementwise, 1, 1, "x ^ exponent (a constant)"},
     {"add", FK::broadcast, 2, 2, "a + b, numpy broadcasting"},
     {"sub", FK::broadcast, 2, 2, "a - b, numpy broadcasting"},
     {"mul", FK::broadcast, 2, 2, "a * b, numpy broadcasting"},
     {"div", FK::broadcast, 2, 2, "a / b, numpy broadcasting"},
     {"bias_add", FK::broadcast, 2, 2, "x + b along axis (default 1)"},
+    {"where", FK::broadcast, 3, 3, "cond != 0 ? a : b (cond, a, b), numpy broadcasting"},
+    {"expand", FK::broadcast, 1, 1, "x broadcast to shape (numpy rules, both ways)"},
     {"batch_norm", FK::broadcast, 5, 5,
      "inference batch norm (x, gamma, beta, mean, var) along axis (default: channel), epsilon"},
     {"layer_norm", FK::reduction, 3, 3, "normalise over x.shape[axis:] (x, gamma, beta), epsilon"},
     {"softmax", FK::reduction, 1, 1, "exp(x - max) / sum, along axis (default -1)"},
     {"global_avg_pool", FK::reduction, 1, 1, "mean over H and W, keeps them as size 1"},
+    {"reduce_sum", FK::reduction, 1, 1, "sum over axes (default all), keepdims (default 1)"},
+    {"reduce_mean", FK::reduction, 1, 1, "mean over axes (default all), keepdims (default 1)"},
+    {"reduce_max", FK::reduction, 1, 1, "max over axes (default all), keepdims (default 1)"},
     {"conv2d", FK::out_elementwise_fusable, 2, 3,
      "2-D convolution (x, w[, b]); strides, pads, dilations, groups, layout"},
     {"matmul", FK::out_elementwise_fusable, 2, 2, "a [..., M, K] x b [..., K, N]"},
@@ -39,6 +50,8 @@ const std::vector<OpSchema> kOps = {
     {"transpose", FK::injective, 1, 1, "permute axes (perm)"},
     {"reshape", FK::injective, 1, 1, "new shape (one -1 inferred, 0 copies)"},
     {"concat", FK::injective, 1, -1, "join along axis"},
+    {"gather", FK::injective, 1, 1,
+     "x[..., indices, ...] along axis with constant indices; scalar = 1 drops the axis"},
 };
 
 std::string ints_to_string(const std::vector<int64_t>& v) { return shape_to_string(v); }
@@ -245,6 +258,7 @@ UnaryParams unary_params(const Node& n) {
                   std::to_string(p.hi));
     }
   }
+  if (n.op == "pow") p.exponent = attr_float(n, "exponent", 1.0);
   if (n.op == "gelu") {
     const std::string a = attr_string(n, "approximate", "none");
     if (a != "none" && a != "tanh") {
@@ -308,6 +322,35 @@ Shape reshape_target(const Node& n, const Shape& in) {
   return out;
 }
 
+std::vector<bool> reduced_axes(const Node& n, size_t rank) {
+  std::vector<bool> reduced(rank, false);
+  const std::vector<int64_t> axes = attr_ints(n, "axes", {});
+  if (axes.empty()) reduced.assign(rank, true);
+  for (int64_t a : axes) {
+    const int i = normalize_axis(n, a, rank);
+    if (reduced[size_t(i)]) fail(n, "axis " + std::to_string(a) + " is listed twice");
+    reduced[size_t(i)] = true;
+  }
+  return reduced;
+}
+
+std::vector<int64_t> gather_indices(const Node& n, const Shape& x) {
+  const int axis = normalize_axis(n, attr_int(n, "axis", 0), x.size());
+  std::vector<int64_t> idx = attr_ints(n, "indices", {});
+  if (idx.empty()) fail(n, "attribute 'indices' is empty");
+  if (attr_int(n, "scalar", 0) != 0 && idx.size() != 1) {
+    fail(n, "scalar = 1 needs exactly one index, got " + std::to_string(idx.size()));
+  }
+  for (auto& i : idx) {
+    if (i < -x[size_t(axis)] || i >= x[size_t(axis)]) {
+      fail(n, "index " + std::to_string(i) + " is out of range for axis " + std::to_string(axis) +
+                  " of extent " + std::to_string(x[size_t(axis)]));
+    }
+    if (i < 0) i += x[size_t(axis)];
+  }
+  return idx;
+}
+
 std::vector<Shape> infer_shapes(const Node& n, const std::vector<const Tensor*>& in) {
   const OpSchema& s = schema_of(n);
   const int count = int(in.size());
@@ -337,6 +380,38 @@ std::vector<Shape> infer_shapes(const Node& n, const std::vector<const Tensor*>&
   }
   if (op == "add" || op == "sub" || op == "mul" || op == "div") {
     return {broadcast_shapes(n, x.shape, in[1]->shape)};
+  }
+  if (op == "where") {
+    return {broadcast_shapes(n, broadcast_shapes(n, x.shape, in[1]->shape), in[2]->shape)};
+  }
+  if (op == "expand") {
+    const std::vector<int64_t> target = attr_ints(n, "shape", {});
+    if (target.empty()) fail(n, "attribute 'shape' is missing");
+    return {broadcast_shapes(n, x.shape, target)};
+  }
+  if (op == "reduce_sum" || op == "reduce_mean" || op == "reduce_max") {
+    const std::vector<bool> r = reduced_axes(n, x.shape.size());
+    const bool keep = attr_int(n, "keepdims", 1) != 0;
+    Shape out;
+    for (size_t i = 0; i < x.shape.size(); ++i) {
+      if (!r[i])
+        out.push_back(x.shape[i]);
+      else if (keep)
+        out.push_back(1);
+    }
+    if (out.empty()) fail(n, "reduces every axis with keepdims = 0: scalars are not supported");
+    return {out};
+  }
+  if (op == "gather") {
+    const int axis = normalize_axis(n, attr_int(n, "axis", 0), x.shape.size());
+    const std::vector<int64_t> idx = gather_indices(n, x.shape);
+    Shape out = x.shape;
+    if (attr_int(n, "scalar", 0) != 0) {
+      out.erase(out.begin() + axis);
+    } else {
+      out[size_t(axis)] = int64_t(idx.size());
+    }
+    return {out};
   }
   if (op == "bias_add") {
     const int axis = normalize_axis(n, attr_int(n, "axis", 1), x.shape.size());

@@ -71,12 +71,18 @@ Window2d pool_window(const Node& n, const Tensor& x);
 // The layout an op on `x` works in: attr "layout", else x's layout, else NCHW.
 Layout op_layout(const Node& n, const Tensor& x);
 
-struct UnaryParams {  // leaky_relu alpha, clamp bounds, gelu variant
+struct UnaryParams {  // leaky_relu alpha, clamp bounds, gelu variant, pow exponent
   double alpha = 0.01;
   double lo = 0, hi = 6;
   bool gelu_tanh = false;
+  double exponent = 1;
 };
 UnaryParams unary_params(const Node& n);
+
+// reduce_*: which of the input's `rank` axes are reduced ("axes", default all).
+std::vector<bool> reduced_axes(const Node& n, size_t rank);
+// gather: the constant indices along "axis", negative ones made positive, range-checked.
+std::vector<int64_t> gather_indices(const Node& n, const Shape& x);
 
 // Numpy broadcasting of two shapes; GraphError naming the node if incompatible.
 Shape broadcast_shapes(const Node& n, const Shape& a, const Shape& b);

@@ -108,6 +108,10 @@ class Lowerer {
     if (op == "transpose") return transpose(n);
     if (op == "reshape") return reshape(n);
     if (op == "concat") return concat(n);
+    if (op == "where") return where(n);
+    if (op == "expand") return define(n, at(in(n, 0), broadcast_index(shape(n, 0), vars_)));
+    if (op == "reduce_sum" || op == "reduce_mean" || op == "reduce_max") return reduce(n);
+    if (op == "gather") return gather(n);
     graph::fail(n, "has no Halide lowering (internal error)");
   }
 
@@ -139,6 +143,26 @@ class Lowerer {
       e = 0.5f * x * (1.0f + Halide::tanh(k * (x + 0.044715f * x * x * x)));
     } else if (op == "gelu") {
       e = 0.5f * x * (1.0f + Halide::erf(x * float(M_SQRT1_2)));  // x * Phi(x)
+    } else if (op == "sqrt") {
+      e = Halide::sqrt(x);
+    } else if (op == "reciprocal") {
+      e = 1.0f / x;
+    } else if (op == "neg") {
+      e = -x;
+    } else if (op == "erf") {
+      e = Halide::erf(x);
+    } else if (op == "silu") {
+      e = x / (1.0f + Halide::exp(-x));
+    } else if (op == "pow") {
+      // Small integer and half exponents as multiplies or a square root: exact where the
+      // general pow (exp(e log x)) is not, and defined for negative x.
+      const double k = p.exponent;
+      e = k == 1     ? x
+          : k == 2   ? x * x
+          : k == 3   ? x * x * x
+          : k == 0.5 ? Halide::sqrt(x)
+          : k == -1  ? 1.0f / x
+                     : Halide::pow(x, float(k));
     } else {
       graph::fail(n, "unknown elementwise op (internal error)");
     }
@@ -150,6 +174,71 @@ class Lowerer {
     Expr b = at(in(n, 1), broadcast_index(shape(n, 1), vars_));
     const std::string& op = n.op;
     return define(n, op == "add" ? a + b : op == "sub" ? a - b : op == "mul" ? a * b : a / b);
+  }
+
+  Func where(const Node& n) {
+    Expr c = at(in(n, 0), broadcast_index(shape(n, 0), vars_));
+    Expr a = at(in(n, 1), broadcast_index(shape(n, 1), vars_));
+    Expr b = at(in(n, 2), broadcast_index(shape(n, 2), vars_));
+    return define(n, select(c != 0.0f, a, b));
+  }
+
+  // reduce_sum / reduce_mean / reduce_max over the reduced axes, as global_avg_pool: a helper
+  // ("sum" or "max") that a schedule computes per tile, then the output.
+  Func reduce(const Node& n) {
+    const Shape& s = shape(n, 0);
+    const std::vector<bool> red = graph::reduced_axes(n, s.size());
+    const bool keep = graph::attr_int(n, "keepdims", 1) != 0;
+    Region dom;
+    float count = 1;
+    for (size_t i = 0; i < s.size(); ++i) {
+      if (red[i]) dom.emplace_back(0, int(s[i])), count *= float(s[i]);
+    }
+    RDom r(dom, unique(n.name + "_r"));
+    std::vector<Expr> xi;
+    int k = 0;
+    size_t j = 0;
+    for (size_t i = 0; i < s.size(); ++i) {
+      if (red[i]) {
+        xi.push_back(r[k++]);
+        if (keep) ++j;
+      } else {
+        xi.push_back(vars_[j++]);
+      }
+    }
+    const std::vector<Var> args = halide_args(vars_);
+    if (n.op == "reduce_max") {
+      Func mx = helper(n, "max");
+      mx(args) = maximum(at(in(n, 0), xi));
+      return define(n, mx(args));
+    }
+    Func sum = helper(n, "sum");
+    sum(args) = 0.0f;
+    sum(args) += at(in(n, 0), xi);
+    return define(n, n.op == "reduce_mean" ? sum(args) / count : sum(args));
+  }
+
+  // gather with constant indices: the index along the axis is a select over the positions.
+  Func gather(const Node& n) {
+    const Shape& s = shape(n, 0);
+    const int axis = graph::normalize_axis(n, graph::attr_int(n, "axis", 0), s.size());
+    const std::vector<int64_t> idx = graph::gather_indices(n, s);
+    const bool scalar = graph::attr_int(n, "scalar", 0) != 0;
+    std::vector<Expr> xi;
+    size_t j = 0;
+    for (size_t i = 0; i < s.size(); ++i) {
+      if (int(i) != axis) {
+        xi.push_back(vars_[j++]);
+      } else if (scalar) {
+        xi.push_back(int(idx[0]));
+      } else {
+        Expr v = vars_[j++];
+        Expr e = int(idx.back());
+        for (size_t q = idx.size() - 1; q-- > 0;) e = select(v == int(q), int(idx[q]), e);
+        xi.push_back(e);
+      }
+    }
+    return define(n, at(in(n, 0), xi));
   }
 
   Func bias_add(const Node& n) {

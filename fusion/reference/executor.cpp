@@ -60,6 +60,12 @@ float unary(const Node& n, const graph::UnaryParams& p, float x) {
     return float(0.5 * d * (1.0 + std::tanh(k * (d + 0.044715 * d * d * d))));
   }
   if (op == "gelu") return float(0.5 * x * (1.0 + std::erf(double(x) / std::sqrt(2.0))));
+  if (op == "sqrt") return float(std::sqrt(double(x)));
+  if (op == "reciprocal") return float(1.0 / double(x));
+  if (op == "neg") return -x;
+  if (op == "erf") return float(std::erf(double(x)));
+  if (op == "silu") return float(double(x) / (1.0 + std::exp(-double(x))));
+  if (op == "pow") return float(std::pow(double(x), p.exponent));
   graph::fail(n, "no reference for this elementwise op (internal error)");
 }
 
@@ -204,6 +210,57 @@ HostTensor run_node(const Graph& g, const Node& n, const std::vector<const HostT
       const float a = x.data[broadcast_offset(x.shape, o)];
       const float b = in[1]->data[broadcast_offset(in[1]->shape, o)];
       y.data[flat] = op == "add" ? a + b : op == "sub" ? a - b : op == "mul" ? a * b : a / b;
+    });
+    return y;
+  }
+  if (op == "where" || op == "expand") {
+    HostTensor y(out_shape);
+    for_each_index(out_shape, [&](const Index& o, int64_t flat) {
+      const float a = x.data[broadcast_offset(x.shape, o)];
+      y.data[flat] = op == "expand" ? a
+                     : a != 0.0f    ? in[1]->data[broadcast_offset(in[1]->shape, o)]
+                                    : in[2]->data[broadcast_offset(in[2]->shape, o)];
+    });
+    return y;
+  }
+  if (op == "reduce_sum" || op == "reduce_mean" || op == "reduce_max") {
+    const std::vector<bool> red = graph::reduced_axes(n, x.shape.size());
+    const bool keep = graph::attr_int(n, "keepdims", 1) != 0;
+    std::vector<double> acc(size_t(graph::num_elements(out_shape)),
+                            op == "reduce_max" ? -INFINITY : 0.0);
+    double count = 1;
+    for (size_t i = 0; i < red.size(); ++i) count *= red[i] ? double(x.shape[i]) : 1.0;
+    for_each_index(x.shape, [&](const Index& xi, int64_t flat) {
+      Index o;
+      for (size_t i = 0; i < xi.size(); ++i) {
+        if (!red[i])
+          o.push_back(xi[i]);
+        else if (keep)
+          o.push_back(0);
+      }
+      double& a = acc[size_t(offset(out_shape, o))];
+      const double v = x.data[size_t(flat)];
+      a = op == "reduce_max" ? std::max(a, v) : a + v;
+    });
+    HostTensor y(out_shape);
+    for (size_t i = 0; i < acc.size(); ++i) {
+      y.data[i] = float(op == "reduce_mean" ? acc[i] / count : acc[i]);
+    }
+    return y;
+  }
+  if (op == "gather") {
+    const int axis = graph::normalize_axis(n, graph::attr_int(n, "axis", 0), x.shape.size());
+    const std::vector<int64_t> idx = graph::gather_indices(n, x.shape);
+    const bool scalar = graph::attr_int(n, "scalar", 0) != 0;
+    HostTensor y(out_shape);
+    for_each_index(out_shape, [&](const Index& o, int64_t flat) {
+      Index xi = o;
+      if (scalar) {
+        xi.insert(xi.begin() + axis, idx[0]);
+      } else {
+        xi[size_t(axis)] = idx[size_t(o[size_t(axis)])];
+      }
+      y.data[flat] = x.data[offset(x.shape, xi)];
     });
     return y;
   }

@@ -59,6 +59,15 @@ TEST_CASE("elementwise ops") {
       {"exp", kTranscendental, [](B& g, B::T x) { return g.exp(x); }},
       {"gelu", kTranscendental, [](B& g, B::T x) { return g.gelu(x); }},
       {"gelu_tanh", kTranscendental, [](B& g, B::T x) { return g.gelu(x, true); }},
+      {"erf", kTranscendental, [](B& g, B::T x) { return g.erf(x); }},
+      {"silu", kTranscendental, [](B& g, B::T x) { return g.silu(x); }},
+      {"neg", kExact, [](B& g, B::T x) { return g.neg(x); }},
+      // sqrt and 1/x are correctly rounded in f32; positive inputs via exp.
+      {"sqrt", kTranscendental, [](B& g, B::T x) { return g.sqrt(g.exp(x)); }},
+      {"reciprocal", kTranscendental, [](B& g, B::T x) { return g.reciprocal(g.exp(x)); }},
+      {"pow2", kExact, [](B& g, B::T x) { return g.pow(x, 2); }},
+      {"pow3", kTranscendental, [](B& g, B::T x) { return g.pow(x, 3); }},
+      {"pow1.5", kTranscendental, [](B& g, B::T x) { return g.pow(g.exp(x), 1.5); }},
   };
   for (const auto& [name, tol, build] : ops) {
     for (const Shape& s : kShapes) {
@@ -235,6 +244,49 @@ TEST_CASE("transpose, reshape, concat") {
   auto a = g.input("a", {2, 1, 4}), b = g.input("b", {2, 5, 4});
   g.output(g.concat({a, b}, 1));
   check_root_matches_reference(g.build(), kExact);
+}
+
+TEST_CASE("reductions over axes, where, expand, gather") {
+  for (const char* op : {"reduce_sum", "reduce_mean", "reduce_max"}) {
+    for (const auto& [axes, keep] : std::vector<std::pair<std::vector<int64_t>, bool>>{
+             {{-1}, true}, {{1}, false}, {{0, 2}, true}, {{}, true}, {{1, 3}, false}}) {
+      CAPTURE(op);
+      CAPTURE(shape_to_string(axes));
+      CAPTURE(keep);
+      GraphBuilder g(op);
+      g.output(g.reduce(op, g.input("x", {2, 3, 5, 9}), axes, keep));
+      check_root_matches_reference(g.build(),
+                                   std::string(op) == "reduce_max" ? kExact : kReduction);
+    }
+  }
+  {
+    GraphBuilder g("where");
+    auto x = g.input("x", {3, 8}), y = g.input("y", {8});
+    auto mask = g.param("mask", {3, 1}, {0, 1.5});  // about a third of the rows are 0 (false)
+    g.output(g.where(mask, x, g.relu(y)));
+    check_root_matches_reference(g.build(), kExact);
+  }
+  check_root_matches_reference(one_op("expand", {3, 1},
+                                      [](GraphBuilder& g, auto x) {
+                                        return g.expand(x, {2, 3, 4});
+                                      }),
+                               kExact);
+  check_root_matches_reference(one_op("gather", {4, 6, 5},
+                                      [](GraphBuilder& g, auto x) {
+                                        return g.gather(x, 1, {5, 0, -1, 2});
+                                      }),
+                               kExact);
+  check_root_matches_reference(
+      one_op("gather_scalar", {3, 4, 5},
+             [](GraphBuilder& g, auto x) { return g.gather(x, 0, {1}, true); }),
+      kExact);
+  opfuse::testing::check_graph_error(
+      [] {
+        GraphBuilder bad("bad");
+        bad.output(bad.gather(bad.input("x", {3, 4}), 1, {4}));
+        bad.build();
+      },
+      {"index 4", "axis 1", "extent 4"});
 }
 
 TEST_CASE("scaled dot-product attention as a composition") {
