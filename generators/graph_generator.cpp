@@ -15,8 +15,8 @@
 #include <thread>
 
 #include "Halide.h"
+#include "fusion/frontend/load_model.h"
 #include "fusion/graph/json_io.h"
-#include "fusion/graph/onnx_import.h"
 #include "fusion/ops/lower.h"
 #include "fusion/planner/planner.h"
 #include "schedules/emitter.h"
@@ -41,9 +41,7 @@ class GraphGenerator : public Generator<GraphGenerator> {
     _halide_user_assert(!path.empty())
         << "opfuse graph generator: set the 'graph' GeneratorParam to a graph file";
     try {
-      graph_ = path.size() > 5 && path.substr(path.size() - 5) == ".onnx"
-                   ? graph::import_onnx(path)
-                   : graph::load_graph_json(path);
+      graph_ = fusion::load_model(path, &rewrites_);
     } catch (const std::exception& e) {
       _halide_user_error << "opfuse graph generator: " << e.what() << "\n";
     }
@@ -121,6 +119,7 @@ class GraphGenerator : public Generator<GraphGenerator> {
     } else {
       plan = fusion::plan_fusion(graph_, model, options);
     }
+    plan.log.insert(plan.log.begin(), rewrites_.begin(), rewrites_.end());
     const std::string out = plan_out;
     if (!out.empty()) {
       std::ofstream f(out);
@@ -132,6 +131,7 @@ class GraphGenerator : public Generator<GraphGenerator> {
 
  private:
   graph::Graph graph_;
+  std::vector<std::string> rewrites_;  // canonicalisation of an ONNX model, for the plan log
   ops::LoweredGraph lowered_;
   std::vector<std::pair<std::string, Input<Buffer<>>*>> inputs_;
   std::vector<Output<Buffer<>>*> outputs_;

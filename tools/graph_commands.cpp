@@ -4,8 +4,8 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "fusion/frontend/load_model.h"
 #include "fusion/graph/json_io.h"
-#include "fusion/graph/onnx_import.h"
 #include "fusion/graph/op_schema.h"
 #include "fusion/graph/zoo.h"
 #include "fusion/hardware/calibrate.h"
@@ -43,13 +43,10 @@ int write_zoo(const std::string& out_dir) {
   return 0;
 }
 
-graph::Graph load_any(const std::string& path) {
-  if (fs::path(path).extension() == ".onnx") return graph::import_onnx(path);
-  return graph::load_graph_json(path);
-}
-
 int check_graph(const std::string& path, bool run) {
-  const graph::Graph g = load_any(path);
+  std::vector<std::string> rewrites;
+  const graph::Graph g = fusion::load_model(path, &rewrites);
+  for (const auto& r : rewrites) std::printf("%s\n", r.c_str());
   std::printf("graph '%s': %zu nodes, %zu inputs, %zu params, %zu outputs - valid\n",
               g.name.c_str(), g.nodes().size(), g.inputs().size(), g.params().size(),
               g.outputs().size());
@@ -77,7 +74,8 @@ int check_graph(const std::string& path, bool run) {
 }
 
 int plan_command(const PlanCommand& c) {
-  const graph::Graph g = load_any(c.graph);
+  std::vector<std::string> rewrites;
+  const graph::Graph g = fusion::load_model(c.graph, &rewrites);
   const fusion::HardwareProfile profile = fusion::load_profile(c.profile);
   const std::unique_ptr<fusion::CostModel> model_ptr =
       fusion::make_cost_model(c.cost_model, profile);
@@ -97,7 +95,9 @@ int plan_command(const PlanCommand& c) {
   if (!c.rules.empty()) {
     for (auto& r : fusion::load_rules(c.rules)) options.rules.push_back(std::move(r));
   }
-  const fusion::FusionPlan plan = fusion::plan_fusion(g, model, options);
+  fusion::FusionPlan plan = fusion::plan_fusion(g, model, options);
+  plan.log.insert(plan.log.begin(), rewrites.begin(), rewrites.end());
+  for (const auto& r : rewrites) std::printf("%s\n", r.c_str());
   std::fputs(fusion::plan_to_table(plan).c_str(), stdout);
   if (c.show_log) {
     std::printf("decision log:\n");

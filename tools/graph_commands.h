@@ -34,7 +34,4 @@ int plan_command(const PlanCommand& c);
 // `opfuse calibrate --out FILE`: measures this machine and writes its profile.
 int calibrate_command(const std::string& out, bool quick);
 
-// Loads a .json graph file or imports a .onnx model.
-graph::Graph load_any(const std::string& path);
-
 }  // namespace opfuse::tools

@@ -4,9 +4,13 @@
 
 #include <cstring>
 #include <fstream>
+#include <optional>
+#include <set>
 #include <sstream>
 
+#include "fusion/graph/host_tensor.h"
 #include "fusion/graph/op_schema.h"
+#include "fusion/reference/executor.h"
 
 namespace opfuse::graph {
 namespace {
@@ -28,7 +32,26 @@ class Importer {
       if (!g_.has_tensor(vi.name()) && !int_constants_.count(vi.name())) add_input(vi);
     }
     for (int i = 0; i < gp.node_size(); ++i) add_node(gp.node(i), i);
-    for (const auto& out : gp.output()) g_.mark_output(out.name());
+    for (const auto& out : gp.output()) {
+      const std::string t = resolve(out.name());
+      if (!g_.has_tensor(t) || g_.tensor(t).kind == TensorKind::param) {
+        throw GraphError(source_ + ": graph output '" + out.name() +
+                         "' is a constant (or not computed by any node)");
+      }
+      if (t == out.name()) {
+        g_.mark_output(t);
+        continue;
+      }
+      // An output that passes another tensor through (Identity): a copy under its own name.
+      Node copy;
+      copy.name = out.name() + "_identity";
+      copy.op = "reshape";
+      copy.inputs = {t};
+      copy.outputs = {out.name()};
+      copy.attrs["shape"] = g_.tensor(t).shape;
+      g_.add_node(copy);
+      g_.mark_output(out.name());
+    }
     try {
       g_.validate();
     } catch (const GraphError& e) {
@@ -55,6 +78,15 @@ class Importer {
 
   static std::vector<int64_t> int_values(const onnx::TensorProto& t) {
     std::vector<int64_t> v(t.int64_data().begin(), t.int64_data().end());
+    if (t.data_type() == onnx::TensorProto::INT32) {
+      v.assign(t.int32_data().begin(), t.int32_data().end());
+      if (v.empty() && !t.raw_data().empty()) {
+        std::vector<int32_t> w(t.raw_data().size() / sizeof(int32_t));
+        std::memcpy(w.data(), t.raw_data().data(), w.size() * sizeof(int32_t));
+        v.assign(w.begin(), w.end());
+      }
+      return v;
+    }
     if (v.empty() && !t.raw_data().empty()) {
       v.resize(t.raw_data().size() / sizeof(int64_t));
       std::memcpy(v.data(), t.raw_data().data(), v.size() * sizeof(int64_t));
@@ -63,8 +95,23 @@ class Importer {
   }
 
   void add_initializer(const onnx::TensorProto& t) {
-    if (t.data_type() == onnx::TensorProto::INT64) {  // shapes for Reshape
-      int_constants_[t.name()] = int_values(t);
+    if (t.data_type() == onnx::TensorProto::INT64 || t.data_type() == onnx::TensorProto::INT32) {
+      int_constants_[t.name()] = int_values(t);  // shapes, axes, indices
+      int_shapes_[t.name()] = Shape(t.dims().begin(), t.dims().end());
+      return;
+    }
+    if (t.data_type() == onnx::TensorProto::BOOL) {  // a Where condition: a 0/1 mask param
+      Tensor p;
+      p.name = t.name();
+      p.kind = TensorKind::param;
+      p.shape.assign(t.dims().begin(), t.dims().end());
+      if (p.shape.empty()) p.shape = {1};
+      if (!t.raw_data().empty()) {
+        for (char c : t.raw_data()) p.data.push_back(c ? 1.0f : 0.0f);
+      } else {
+        for (int32_t v : t.int32_data()) p.data.push_back(v ? 1.0f : 0.0f);
+      }
+      g_.add_tensor(std::move(p));
       return;
     }
     if (t.data_type() != onnx::TensorProto::FLOAT) {
@@ -75,6 +122,7 @@ class Importer {
     p.name = t.name();
     p.kind = TensorKind::param;
     p.shape.assign(t.dims().begin(), t.dims().end());
+    if (p.shape.empty()) p.shape = {1};  // a scalar: one element
     p.data = float_values(t);
     // Checked here, before any op reads the values (Gemm transposes them at import).
     const int64_t want = num_elements(p.shape);
@@ -127,21 +175,76 @@ class Importer {
     return a ? std::vector<int64_t>(a->ints().begin(), a->ints().end()) : std::vector<int64_t>{};
   }
 
+  std::string resolve(const std::string& name) const {
+    auto it = alias_.find(name);
+    return it == alias_.end() ? name : it->second;
+  }
+
+  bool is_param(const std::string& t) const {
+    return g_.has_tensor(t) && g_.tensor(t).kind == TensorKind::param;
+  }
+
+  // A constant scalar (a one-element float param or int constant), or nothing.
+  std::optional<double> scalar_constant(const std::string& t) const {
+    if (auto it = int_constants_.find(t); it != int_constants_.end() && it->second.size() == 1) {
+      return double(it->second[0]);
+    }
+    if (is_param(t)) {
+      const Tensor& p = g_.tensor(t);
+      if (num_elements(p.shape) == 1) return double(param_values(p).data[0]);
+    }
+    return std::nullopt;
+  }
+
+  const std::vector<int64_t>& ints_input(const onnx::NodeProto& on, const std::string& name,
+                                         const std::string& t, const char* what) {
+    auto it = int_constants_.find(t);
+    if (it == int_constants_.end()) {
+      refuse(on, name,
+             std::string(what) + " must be a constant (an int64 initializer or Constant)");
+    }
+    return it->second;
+  }
+
+  Shape shape_of(const std::string& t) const {
+    if (auto it = int_shapes_.find(t); it != int_shapes_.end()) return it->second;
+    return g_.tensor(t).shape;
+  }
+
   void add_node(const onnx::NodeProto& on, int index) {
     const std::string name =
         on.name().empty() ? on.op_type() + "_" + std::to_string(index) : on.name();
-    if (on.output_size() != 1)
+    const std::string& op = on.op_type();
+    std::vector<std::string> ins;
+    for (const auto& in : on.input()) ins.push_back(in.empty() ? "" : resolve(in));
+    if (op == "Constant") return constant(on, name);
+    if (on.output_size() != 1 && !(op == "Dropout" && on.output_size() == 2)) {
       refuse(on, name, "has " + std::to_string(on.output_size()) + " outputs; opfuse supports 1");
+    }
+    const std::string out = on.output(0);
+    // Pass-throughs: the output is another name for the input.
+    if (op == "Identity" || op == "Dropout" ||
+        (op == "Cast" && !int_constants_.count(ins.at(0)) &&
+         cast_keeps_float32(on, name, ins[0]))) {
+      alias_[out] = ins.at(0);
+      return;
+    }
+    if (fold_ints(on, name, ins)) return;  // shape arithmetic on constants
+
     Node n;
     n.name = name;
-    n.outputs = {on.output(0)};
-    for (const auto& in : on.input()) {
+    n.outputs = {out};
+    for (const auto& in : ins) {
       if (!in.empty()) n.inputs.push_back(in);
     }
-    const std::string& op = on.op_type();
     static const std::map<std::string, std::string> simple = {
-        {"Relu", "relu"}, {"Sigmoid", "sigmoid"}, {"Tanh", "tanh"}, {"Add", "add"},
-        {"Mul", "mul"},   {"Sub", "sub"},         {"Div", "div"},   {"MatMul", "matmul"}};
+        {"Relu", "relu"}, {"Sigmoid", "sigmoid"},
+        {"Tanh", "tanh"}, {"Add", "add"},
+        {"Mul", "mul"},   {"Sub", "sub"},
+        {"Div", "div"},   {"MatMul", "matmul"},
+        {"Sqrt", "sqrt"}, {"Reciprocal", "reciprocal"},
+        {"Neg", "neg"},   {"Erf", "erf"},
+        {"Exp", "exp"}};
     if (auto it = simple.find(op); it != simple.end()) {
       n.op = it->second;
     } else if (op == "Gelu") {
@@ -192,28 +295,252 @@ class Importer {
       if (auto p = ints_attr(on, "perm"); !p.empty()) n.attrs["perm"] = p;
     } else if (op == "Reshape") {
       n.op = "reshape";
-      if (n.inputs.size() != 2 || !int_constants_.count(n.inputs[1])) {
-        refuse(on, name, "the target shape must be a constant (an int64 initializer)");
-      }
+      if (ins.size() != 2) refuse(on, name, "needs a target shape");
       if (int_attr(on, "allowzero", 0) != 0) refuse(on, name, "allowzero = 1 is not supported");
-      n.attrs["shape"] = int_constants_.at(n.inputs[1]);
+      n.attrs["shape"] = ints_input(on, name, ins[1], "the target shape");
       n.inputs.resize(1);
     } else if (op == "Concat") {
       n.op = "concat";
       n.attrs["axis"] = int_attr(on, "axis", 0);
+    } else if (op == "Clip") {
+      // Bounds are inputs from opset 11 on, attributes before; an omitted one is unbounded.
+      n.op = "clamp";
+      double lo = -3.4e38, hi = 3.4e38;
+      if (opset_ < 11) {
+        lo = float_attr(on, "min", lo);
+        hi = float_attr(on, "max", hi);
+      }
+      for (size_t k = 1; k < ins.size() && k < 3; ++k) {
+        if (ins[k].empty()) continue;
+        const auto v = scalar_constant(ins[k]);
+        if (!v) refuse(on, name, "the bounds must be constant scalars");
+        (k == 1 ? lo : hi) = *v;
+      }
+      n.attrs["min"] = lo;
+      n.attrs["max"] = hi;
+      n.inputs.resize(1);
+    } else if (op == "ReduceMean" || op == "ReduceSum" || op == "ReduceMax") {
+      n.op = op == "ReduceMean" ? "reduce_mean" : op == "ReduceSum" ? "reduce_sum" : "reduce_max";
+      std::vector<int64_t> axes = ints_attr(on, "axes");  // before opset 13 (18 for Mean/Max)
+      if (ins.size() > 1 && !ins[1].empty()) axes = ints_input(on, name, ins[1], "axes");
+      if (axes.empty() && int_attr(on, "noop_with_empty_axes", 0) != 0) {
+        refuse(on, name, "noop_with_empty_axes = 1 is not supported");
+      }
+      n.attrs["axes"] = axes;
+      n.attrs["keepdims"] = int_attr(on, "keepdims", 1);
+      n.inputs.resize(1);
+    } else if (op == "Pow") {
+      const auto e = ins.size() == 2 ? scalar_constant(ins[1]) : std::nullopt;
+      if (!e) refuse(on, name, "the exponent must be a constant scalar");
+      n.op = "pow";
+      n.attrs["exponent"] = *e;
+      n.inputs.resize(1);
+    } else if (op == "Flatten" || op == "Squeeze" || op == "Unsqueeze") {
+      n.op = "reshape";
+      n.attrs["shape"] = reshaped(on, name, ins, shape_of(ins[0]));
+      n.inputs.resize(1);
+    } else if (op == "Gather") {
+      n.op = "gather";
+      const std::vector<int64_t>& idx = ints_input(on, name, ins.at(1), "the indices");
+      const Shape ishape = int_shapes_.at(ins[1]);
+      if (ishape.size() > 1) refuse(on, name, "indices of rank > 1 are not supported");
+      n.attrs["axis"] = int_attr(on, "axis", 0);
+      n.attrs["indices"] = idx;
+      n.attrs["scalar"] = int64_t(ishape.empty() ? 1 : 0);
+      n.inputs.resize(1);
+    } else if (op == "Expand") {
+      n.op = "expand";
+      n.attrs["shape"] = ints_input(on, name, ins.at(1), "the target shape");
+      n.inputs.resize(1);
+    } else if (op == "Where") {
+      if (!is_param(ins.at(0))) refuse(on, name, "the condition must be a constant");
+      n.op = "where";
     } else {
       refuse(on, name,
              "op '" + op +
-                 "' is not supported (supported: Conv, BatchNormalization, "
-                 "Relu, Sigmoid, Tanh, Gelu, Add, Mul, Sub, Div, MaxPool, AveragePool, "
-                 "GlobalAveragePool, Gemm, MatMul, Softmax, LayerNormalization, Transpose, "
-                 "Reshape, Concat)");
+                 "' is not supported (supported: Conv, BatchNormalization, Relu, Sigmoid, Tanh, "
+                 "Gelu, Erf, Exp, Sqrt, Reciprocal, Neg, Pow, Clip, Add, Mul, Sub, Div, MaxPool, "
+                 "AveragePool, GlobalAveragePool, Gemm, MatMul, Softmax, LayerNormalization, "
+                 "ReduceMean, ReduceSum, ReduceMax, Transpose, Reshape, Flatten, Squeeze, "
+                 "Unsqueeze, Concat, Gather, Expand, Where, Constant, Identity, Dropout, Cast, "
+                 "Shape)");
     }
     try {
+      if (fold(n)) return;
       g_.add_node(std::move(n));
+      g_.infer_node(g_.nodes().size() - 1);  // later nodes (Flatten, Squeeze) need the shape
     } catch (const GraphError& e) {
       throw GraphError(source_ + ": " + e.what());
     }
+  }
+
+  // Cast: float32 to float32 passes through; other float casts are refused by name.
+  bool cast_keeps_float32(const onnx::NodeProto& on, const std::string& name,
+                          const std::string& in) {
+    const int64_t to = int_attr(on, "to", onnx::TensorProto::FLOAT);
+    const bool in_f32 = !g_.has_tensor(in) || g_.tensor(in).dtype == DType::f32;
+    if (to == onnx::TensorProto::FLOAT && in_f32) return true;
+    refuse(on, name,
+           "casts to ONNX type " + std::to_string(to) +
+               " are not supported (float32 to float32 only; export the model in "
+               "float32)");
+  }
+
+  // Constant: a float tensor becomes a param; an integer tensor an int constant.
+  void constant(const onnx::NodeProto& on, const std::string& name) {
+    onnx::TensorProto t;
+    if (const auto* v = attr(on, "value")) {
+      t = v->t();
+    } else if (const auto* f = attr(on, "value_float")) {
+      t.set_data_type(onnx::TensorProto::FLOAT);
+      t.add_float_data(f->f());
+    } else if (const auto* i = attr(on, "value_int")) {
+      t.set_data_type(onnx::TensorProto::INT64);
+      t.add_int64_data(i->i());
+    } else if (const auto* is = attr(on, "value_ints")) {
+      t.set_data_type(onnx::TensorProto::INT64);
+      t.add_dims(is->ints_size());
+      for (int64_t x : is->ints()) t.add_int64_data(x);
+    } else {
+      refuse(on, name, "only value, value_float, value_int and value_ints are supported");
+    }
+    t.set_name(on.output(0));
+    add_initializer(t);
+  }
+
+  // The target shape of Flatten, Squeeze or Unsqueeze on an input of shape `in`.
+  std::vector<int64_t> reshaped(const onnx::NodeProto& on, const std::string& name,
+                                const std::vector<std::string>& ins, const Shape& in) {
+    const std::string& op = on.op_type();
+    const int64_t rank = int64_t(in.size());
+    if (op == "Flatten") {
+      int64_t axis = int_attr(on, "axis", 1);
+      if (axis < 0) axis += rank;
+      if (axis < 0 || axis > rank) refuse(on, name, "axis out of range");
+      int64_t a = 1, b = 1;
+      for (int64_t i = 0; i < rank; ++i) (i < axis ? a : b) *= in[size_t(i)];
+      return {a, b};
+    }
+    std::vector<int64_t> axes = ints_attr(on, "axes");
+    if (ins.size() > 1 && !ins[1].empty()) axes = ints_input(on, name, ins[1], "axes");
+    std::vector<int64_t> out;
+    if (op == "Squeeze") {
+      std::set<int64_t> drop;
+      for (int64_t a : axes) drop.insert(a < 0 ? a + rank : a);
+      for (int64_t i = 0; i < rank; ++i) {
+        const bool squeeze = axes.empty() ? in[size_t(i)] == 1 : drop.count(i) != 0;
+        if (squeeze && in[size_t(i)] != 1) {
+          refuse(on, name,
+                 "axis " + std::to_string(i) + " has extent " + std::to_string(in[size_t(i)]) +
+                     ", not 1");
+        }
+        if (!squeeze) out.push_back(in[size_t(i)]);
+      }
+      return out;
+    }
+    const int64_t out_rank = rank + int64_t(axes.size());  // Unsqueeze
+    std::set<int64_t> add;
+    for (int64_t a : axes) add.insert(a < 0 ? a + out_rank : a);
+    size_t k = 0;
+    for (int64_t i = 0; i < out_rank; ++i) out.push_back(add.count(i) ? 1 : in.at(k++));
+    return out;
+  }
+
+  // Integer shape arithmetic (Shape, Gather, Squeeze/Unsqueeze, Concat, Cast, Add/Sub/Mul/Div
+  // on int constants) is evaluated here: static shapes make it constant.
+  bool fold_ints(const onnx::NodeProto& on, const std::string& name,
+                 const std::vector<std::string>& ins) {
+    const std::string& op = on.op_type();
+    const std::string out = on.output(0);
+    auto is_int = [&](const std::string& t) { return int_constants_.count(t) != 0; };
+    auto set = [&](std::vector<int64_t> v, Shape shape) {
+      int_constants_[out] = std::move(v);
+      int_shapes_[out] = std::move(shape);
+      return true;
+    };
+    if (op == "Shape") {
+      const Shape s = shape_of(ins.at(0));
+      return set(s, {int64_t(s.size())});
+    }
+    if (ins.empty() || !is_int(ins[0])) return false;
+    const std::vector<int64_t>& a = int_constants_.at(ins[0]);
+    const Shape as = int_shapes_.at(ins[0]);
+    if (op == "Cast") {
+      const int64_t to = int_attr(on, "to", onnx::TensorProto::INT64);
+      if (to == onnx::TensorProto::FLOAT) {  // an int constant used as float: a param
+        Tensor p;
+        p.name = out;
+        p.kind = TensorKind::param;
+        p.shape = as.empty() ? Shape{1} : as;
+        for (int64_t v : a) p.data.push_back(float(v));
+        g_.add_tensor(std::move(p));
+        return true;
+      }
+      return set(a, as);
+    }
+    if (op == "Gather") {
+      if (!is_int(ins.at(1))) return false;
+      std::vector<int64_t> v;
+      for (int64_t i : int_constants_.at(ins[1])) {
+        if (i < 0) i += int64_t(a.size());
+        if (i < 0 || i >= int64_t(a.size())) refuse(on, name, "index out of range");
+        v.push_back(a[size_t(i)]);
+      }
+      return set(v, int_shapes_.at(ins[1]));
+    }
+    if (op == "Unsqueeze" || op == "Squeeze") {
+      return set(a, reshaped(on, name, ins, as));
+    }
+    if (op == "Concat") {
+      std::vector<int64_t> v;
+      for (const auto& t : ins) {
+        if (!is_int(t)) return false;
+        v.insert(v.end(), int_constants_.at(t).begin(), int_constants_.at(t).end());
+      }
+      return set(v, {int64_t(v.size())});
+    }
+    if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div") {
+      if (!is_int(ins.at(1))) return false;
+      const std::vector<int64_t>& b = int_constants_.at(ins[1]);
+      if (a.size() != b.size() && a.size() != 1 && b.size() != 1) return false;
+      std::vector<int64_t> v(std::max(a.size(), b.size()));
+      for (size_t i = 0; i < v.size(); ++i) {
+        const int64_t x = a[a.size() == 1 ? 0 : i], y = b[b.size() == 1 ? 0 : i];
+        if (op == "Div" && y == 0) refuse(on, name, "integer division by zero");
+        v[i] = op == "Add" ? x + y : op == "Sub" ? x - y : op == "Mul" ? x * y : x / y;
+      }
+      return set(v, a.size() >= b.size() ? as : int_shapes_.at(ins[1]));
+    }
+    return false;
+  }
+
+  // A node whose inputs are all constants is evaluated now (the reference executor) and its
+  // output becomes a param: constant subgraphs never reach the planner.
+  bool fold(const Node& n) {
+    for (const auto& in : n.inputs) {
+      if (!is_param(in)) return false;
+    }
+    Graph scratch;
+    std::set<std::string> seen;
+    for (const auto& in : n.inputs) {
+      if (seen.insert(in).second) scratch.add_tensor(g_.tensor(in));
+    }
+    scratch.add_node(n);
+    scratch.mark_output(n.outputs[0]);
+    scratch.validate();
+    std::vector<HostTensor> values;
+    for (const auto& in : n.inputs) values.push_back(param_values(g_.tensor(in)));
+    std::vector<const HostTensor*> ptrs;
+    for (const auto& v : values) ptrs.push_back(&v);
+    const HostTensor result = reference::run_node(scratch, scratch.nodes()[0], ptrs);
+    Tensor p;
+    p.name = n.outputs[0];
+    p.kind = TensorKind::param;
+    p.shape = result.shape;
+    p.data = result.data;
+    g_.add_tensor(std::move(p));
+    ++folded_;
+    return true;
   }
 
   void window_attrs(const onnx::NodeProto& on, Node& n) {
@@ -261,6 +588,9 @@ class Importer {
   int64_t opset_ = 0;
   Graph g_;
   std::map<std::string, std::vector<int64_t>> int_constants_;
+  std::map<std::string, Shape> int_shapes_;
+  std::map<std::string, std::string> alias_;  // Identity, Dropout, Cast: output -> input
+  int folded_ = 0;
 };
 
 }  // namespace

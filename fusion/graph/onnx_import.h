@@ -1,12 +1,20 @@
-// ONNX import of the supported operator subset (Debian's libonnx protobuf definitions).
+// ONNX import of what PyTorch's exporter emits for common CNN and transformer blocks
+// (opsets 13 to 18), through Debian's libonnx protobuf definitions.
 //
-//   Conv, BatchNormalization, Relu, Sigmoid, Tanh, Gelu, Add, Mul, Sub, Div, MaxPool,
-//   AveragePool, GlobalAveragePool, Gemm, MatMul, Softmax, LayerNormalization, Transpose,
-//   Reshape, Concat
+//   Conv, BatchNormalization, Relu, Sigmoid, Tanh, Gelu, Erf, Exp, Sqrt, Reciprocal, Neg,
+//   Pow (constant exponent), Clip (bounds as inputs or attributes), Add, Mul, Sub, Div,
+//   MaxPool, AveragePool, GlobalAveragePool, Gemm, MatMul, Softmax, LayerNormalization,
+//   ReduceMean, ReduceSum, ReduceMax (axes as attribute or input), Transpose, Reshape,
+//   Flatten, Squeeze, Unsqueeze, Concat, Gather (constant indices), Expand, Where (constant
+//   condition), Constant, Identity, Dropout, Cast (float32 to float32), Shape
 //
-// Initializers become params carrying their data; 4-D graph inputs are NCHW (ONNX's
-// convention). Any other op, and any unsupported attribute value, is refused with the node's
-// name, the op and the model's opset.
+// Initializers become params carrying their data; integer tensors (shapes, axes, indices)
+// are import-time constants, and shape arithmetic on them (Shape, Gather, Concat, ...) is
+// evaluated. A node whose inputs are all constants is folded into a param with the reference
+// executor. Shapes are inferred node by node. 4-D graph inputs are NCHW (ONNX's convention).
+// Any other op, and any unsupported attribute value, is refused with the node's name, the op
+// and the model's opset. Decomposed forms (LayerNorm, GELU, SiLU, ...) are imported as they
+// are; fusion/pattern/canonicalize.h rewrites them into the library's ops.
 #pragma once
 
 #include <string>

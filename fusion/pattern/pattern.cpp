@@ -5,6 +5,8 @@
 #include <set>
 #include <sstream>
 
+#include "fusion/graph/op_schema.h"
+
 namespace opfuse::fusion {
 namespace {
 
@@ -122,32 +124,7 @@ const std::set<std::string>& classes() {
 }
 
 bool Parser::is_known_atom(const std::string& name) {
-  static const std::set<std::string> ops = {"relu",
-                                            "leaky_relu",
-                                            "clamp",
-                                            "relu6",
-                                            "sigmoid",
-                                            "tanh",
-                                            "gelu",
-                                            "exp",
-                                            "add",
-                                            "sub",
-                                            "mul",
-                                            "div",
-                                            "bias_add",
-                                            "batch_norm",
-                                            "layer_norm",
-                                            "softmax",
-                                            "global_avg_pool",
-                                            "conv2d",
-                                            "matmul",
-                                            "linear",
-                                            "max_pool",
-                                            "avg_pool",
-                                            "transpose",
-                                            "reshape",
-                                            "concat"};
-  return classes().count(name) || ops.count(name);
+  return classes().count(name) || graph::find_op(name) != nullptr;  // an IR op (op_schema)
 }
 
 }  // namespace

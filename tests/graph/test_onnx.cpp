@@ -9,79 +9,13 @@
 #include "fusion/graph/json_io.h"
 #include "fusion/graph/onnx_import.h"
 #include "fusion/reference/executor.h"
+#include "tests/onnx_model.h"
 #include "tests/testing.h"
 
 using namespace opfuse::graph;
+using opfuse::testing::OnnxModel;
 
 namespace {
-
-// A small builder over the ONNX protobuf API.
-struct OnnxModel {
-  onnx::ModelProto m;
-  explicit OnnxModel(int opset = 17) {
-    m.set_ir_version(8);
-    m.add_opset_import()->set_version(opset);
-    m.mutable_graph()->set_name("onnx_test");
-  }
-  void input(const std::string& name, const std::vector<int64_t>& shape, bool symbolic = false) {
-    auto* vi = m.mutable_graph()->add_input();
-    vi->set_name(name);
-    auto* tt = vi->mutable_type()->mutable_tensor_type();
-    tt->set_elem_type(onnx::TensorProto::FLOAT);
-    for (int64_t d : shape) {
-      auto* dim = tt->mutable_shape()->add_dim();
-      if (symbolic)
-        dim->set_dim_param("N");
-      else
-        dim->set_dim_value(d);
-      symbolic = false;
-    }
-  }
-  void output(const std::string& name) { m.mutable_graph()->add_output()->set_name(name); }
-  void init(const std::string& name, const std::vector<int64_t>& dims,
-            const std::vector<float>& v) {
-    auto* t = m.mutable_graph()->add_initializer();
-    t->set_name(name);
-    t->set_data_type(onnx::TensorProto::FLOAT);
-    for (int64_t d : dims) t->add_dims(d);
-    for (float x : v) t->add_float_data(x);
-  }
-  void init_ints(const std::string& name, const std::vector<int64_t>& v) {
-    auto* t = m.mutable_graph()->add_initializer();
-    t->set_name(name);
-    t->set_data_type(onnx::TensorProto::INT64);
-    t->add_dims(int64_t(v.size()));
-    for (int64_t x : v) t->add_int64_data(x);
-  }
-  onnx::NodeProto* node(const std::string& op, const std::string& name, std::vector<std::string> in,
-                        const std::string& out) {
-    auto* n = m.mutable_graph()->add_node();
-    n->set_op_type(op);
-    n->set_name(name);
-    for (auto& i : in) n->add_input(i);
-    n->add_output(out);
-    return n;
-  }
-  static void ints(onnx::NodeProto* n, const std::string& key, std::vector<int64_t> v) {
-    auto* a = n->add_attribute();
-    a->set_name(key);
-    a->set_type(onnx::AttributeProto::INTS);
-    for (int64_t x : v) a->add_ints(x);
-  }
-  static void i(onnx::NodeProto* n, const std::string& key, int64_t v) {
-    auto* a = n->add_attribute();
-    a->set_name(key);
-    a->set_type(onnx::AttributeProto::INT);
-    a->set_i(v);
-  }
-  static void f(onnx::NodeProto* n, const std::string& key, float v) {
-    auto* a = n->add_attribute();
-    a->set_name(key);
-    a->set_type(onnx::AttributeProto::FLOAT);
-    a->set_f(v);
-  }
-  std::string bytes() const { return m.SerializeAsString(); }
-};
 
 std::vector<float> values(size_t n, float lo, float hi, uint64_t seed) {
   Tensor t;

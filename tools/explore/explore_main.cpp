@@ -11,6 +11,7 @@
 #include <fstream>
 #include <iostream>
 
+#include "fusion/frontend/load_model.h"
 #include "fusion/hardware/profile.h"
 #include "tools/explore/explore.h"
 #include "tools/explore/explore_mpi.h"
@@ -119,7 +120,7 @@ int main(int argc, char** argv) {
       std::vector<std::string> files;
       for (const auto& d : dirs) files.push_back(d + "/results.jsonl");
       explore::Exploration e;
-      const graph::Graph g = tools::load_any(merge_graph);
+      const graph::Graph g = fusion::load_model(merge_graph);
       e.graph = g.name;
       e.results = explore::merge_results(files);
       e.log.push_back("merged " + std::to_string(e.results.size()) + " candidates from " +
@@ -197,7 +198,7 @@ int main(int argc, char** argv) {
     o.gate = !no_gate;
     o.p99_bound_s = p99_us * 1e-6;
     o.progress = !quiet;
-    const graph::Graph g = tools::load_any(graph_path);
+    const graph::Graph g = fusion::load_model(graph_path);
     o.graph_path = fs::absolute(graph_path).string();
     if (mpi) return explore::run_mpi(g, o, out, argc, argv);
     const fusion::RooflineCostModel model(fusion::load_profile(o.profile));

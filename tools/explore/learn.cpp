@@ -8,8 +8,8 @@
 #include <set>
 #include <sstream>
 
+#include "fusion/frontend/load_model.h"
 #include "fusion/graph/indexed_graph.h"
-#include "fusion/graph/json_io.h"
 #include "fusion/hardware/profile.h"
 #include "tools/explore/measure.h"
 
@@ -44,7 +44,7 @@ std::vector<GroupSample> collect_group_samples(const std::vector<std::string>& d
     const auto meta = nlohmann::json::parse(meta_in);
     const std::string path = meta.value("graph_path", "");
     if (path.empty()) throw std::invalid_argument(dir + "/meta.json names no graph file");
-    const graph::Graph g = graph::load_graph_json(path);
+    const graph::Graph g = fusion::load_model(path);
     std::set<std::vector<std::string>> groups;
     for (const auto& r : merge_results({dir + "/results.jsonl"})) {
       if (!r.m.ok) continue;

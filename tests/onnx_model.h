@@ -1,0 +1,94 @@
+// Writing ONNX models in tests: a small builder over the ONNX protobuf API.
+#pragma once
+
+#include <onnx/onnx_pb.h>
+
+#include <string>
+#include <vector>
+
+namespace opfuse::testing {
+
+struct OnnxModel {
+  onnx::ModelProto m;
+  explicit OnnxModel(int opset = 17) {
+    m.set_ir_version(8);
+    m.add_opset_import()->set_version(opset);
+    m.mutable_graph()->set_name("onnx_test");
+  }
+  void input(const std::string& name, const std::vector<int64_t>& shape, bool symbolic = false) {
+    auto* vi = m.mutable_graph()->add_input();
+    vi->set_name(name);
+    auto* tt = vi->mutable_type()->mutable_tensor_type();
+    tt->set_elem_type(onnx::TensorProto::FLOAT);
+    for (int64_t d : shape) {
+      auto* dim = tt->mutable_shape()->add_dim();
+      if (symbolic)
+        dim->set_dim_param("N");
+      else
+        dim->set_dim_value(d);
+      symbolic = false;
+    }
+  }
+  void output(const std::string& name) { m.mutable_graph()->add_output()->set_name(name); }
+  void init(const std::string& name, const std::vector<int64_t>& dims,
+            const std::vector<float>& v) {
+    auto* t = m.mutable_graph()->add_initializer();
+    t->set_name(name);
+    t->set_data_type(onnx::TensorProto::FLOAT);
+    for (int64_t d : dims) t->add_dims(d);
+    for (float x : v) t->add_float_data(x);
+  }
+  void init_ints(const std::string& name, const std::vector<int64_t>& v) {
+    auto* t = m.mutable_graph()->add_initializer();
+    t->set_name(name);
+    t->set_data_type(onnx::TensorProto::INT64);
+    t->add_dims(int64_t(v.size()));
+    for (int64_t x : v) t->add_int64_data(x);
+  }
+  onnx::NodeProto* node(const std::string& op, const std::string& name, std::vector<std::string> in,
+                        const std::string& out) {
+    auto* n = m.mutable_graph()->add_node();
+    n->set_op_type(op);
+    n->set_name(name);
+    for (auto& i : in) n->add_input(i);
+    n->add_output(out);
+    return n;
+  }
+  static void ints(onnx::NodeProto* n, const std::string& key, std::vector<int64_t> v) {
+    auto* a = n->add_attribute();
+    a->set_name(key);
+    a->set_type(onnx::AttributeProto::INTS);
+    for (int64_t x : v) a->add_ints(x);
+  }
+  static void i(onnx::NodeProto* n, const std::string& key, int64_t v) {
+    auto* a = n->add_attribute();
+    a->set_name(key);
+    a->set_type(onnx::AttributeProto::INT);
+    a->set_i(v);
+  }
+  static void f(onnx::NodeProto* n, const std::string& key, float v) {
+    auto* a = n->add_attribute();
+    a->set_name(key);
+    a->set_type(onnx::AttributeProto::FLOAT);
+    a->set_f(v);
+  }
+  // A float scalar (no dims), as exporters write constants such as 0.5 or eps.
+  void scalar(const std::string& name, float v) {
+    auto* t = m.mutable_graph()->add_initializer();
+    t->set_name(name);
+    t->set_data_type(onnx::TensorProto::FLOAT);
+    t->add_float_data(v);
+  }
+  // A Constant node holding a float scalar.
+  void constant(const std::string& out, float v) {
+    auto* n = node("Constant", out + "_const", {}, out);
+    auto* a = n->add_attribute();
+    a->set_name("value");
+    a->set_type(onnx::AttributeProto::TENSOR);
+    a->mutable_t()->set_data_type(onnx::TensorProto::FLOAT);
+    a->mutable_t()->add_float_data(v);
+  }
+  std::string bytes() const { return m.SerializeAsString(); }
+};
+
+}  // namespace opfuse::testing
