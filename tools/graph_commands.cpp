@@ -1,8 +1,11 @@
 #include "tools/graph_commands.h"
 
+#include <cctype>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
+#include <stdexcept>
 
 #include "fusion/frontend/load_model.h"
 #include "fusion/graph/json_io.h"
@@ -105,6 +108,46 @@ int plan_command(const PlanCommand& c) {
   }
   if (!c.json_out.empty()) write_file(c.json_out, fusion::plan_to_json(plan));
   if (!c.dot_out.empty()) write_file(c.dot_out, fusion::plan_to_dot(plan, g));
+  return 0;
+}
+
+int compile_command(const CompileCommand& c, const std::string& generator) {
+  // Load first: a model the frontend refuses is reported here, not inside the generator.
+  std::vector<std::string> rewrites;
+  fusion::load_model(c.model, &rewrites);
+  std::string name = c.name;
+  if (name.empty()) {
+    name = fs::path(c.model).stem().string();
+    for (char& ch : name) {
+      if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+    }
+    if (name.empty() || std::isdigit(static_cast<unsigned char>(name[0]))) name = "m_" + name;
+  }
+  const std::string target = c.target == "host"          ? "host"
+                             : c.target == "host-opencl" ? "host-opencl"
+                                                         : "host-cuda-cuda_capability_86";
+  fs::create_directories(c.out_dir);
+  auto quote = [](const std::string& s) {
+    std::string q = "'";
+    for (char ch : s) q += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
+    return q + "'";
+  };
+  std::string cmd = quote(generator) + " -g opfuse_graph -o " + quote(c.out_dir) + " -f " +
+                    quote(name) + " -n " + quote(name) +
+                    " -e static_library,h,stmt target=" + target +
+                    " graph=" + quote(fs::absolute(c.model).string()) + " strategy=" + c.strategy +
+                    " plan_out=" + quote(c.out_dir + "/" + name + ".plan.json");
+  if (!c.profile.empty()) cmd += " profile=" + quote(c.profile);
+  if (!c.plan.empty()) cmd += " plan=" + quote(fs::absolute(c.plan).string());
+  for (const auto& r : rewrites) std::printf("%s\n", r.c_str());
+  std::printf("compiling %s for %s (%s)...\n", c.model.c_str(), target.c_str(), c.strategy.c_str());
+  if (std::system(cmd.c_str()) != 0) {
+    throw std::runtime_error("the generator failed on " + c.model + " (command: " + cmd + ")");
+  }
+  std::printf(
+      "wrote %s/%s.a, %s.h (C ABI: inputs, then params, then outputs, as "
+      "halide_buffer_t*), %s.plan.json\n",
+      c.out_dir.c_str(), name.c_str(), name.c_str(), name.c_str());
   return 0;
 }
 

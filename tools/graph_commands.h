@@ -31,6 +31,20 @@ struct PlanCommand {
 // `opfuse plan GRAPH`: plans fusion and prints the plan as a table with its reasons.
 int plan_command(const PlanCommand& c);
 
+struct CompileCommand {
+  std::string model;
+  std::string target = "host";
+  std::string out_dir;
+  std::string name;  // default: the model file's stem, made a C identifier
+  std::string strategy = "fused";
+  std::string profile;
+  std::string plan;
+};
+
+// `opfuse compile MODEL --target T --out DIR`: runs the graph generator (`generator`, the
+// same the CMake function runs) to write DIR/<name>.a, DIR/<name>.h and DIR/<name>.plan.json.
+int compile_command(const CompileCommand& c, const std::string& generator);
+
 // `opfuse calibrate --out FILE`: measures this machine and writes its profile.
 int calibrate_command(const std::string& out, bool quick);
 

@@ -5,6 +5,8 @@
 //   opfuse plan GRAPH           plan fusion and explain it
 //   opfuse calibrate            measure this machine's profile
 //   opfuse explore ...          measured schedule exploration (runs opfuse-explore)
+//   opfuse compile MODEL        a fused library, its header and its plan, AOT (the generator)
+//   opfuse run MODEL            the fused plan through the JIT, for a quick check (opfuse-run)
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -19,13 +21,13 @@
 
 namespace {
 
-// `opfuse explore ...` is opfuse-explore, beside this binary: exploration JIT-compiles with
-// Halide, which must not share a process with the AOT kernels' OpenCL runtime (two LLVMs).
-int exec_explore(int argc, char** argv) {
+// `opfuse explore` and `opfuse run` are opfuse-explore and opfuse-run, beside this binary:
+// they JIT-compile with Halide, which must not share a process with the AOT kernels' OpenCL
+// runtime (two LLVMs).
+int exec_sibling(const char* name, int argc, char** argv) {
   std::error_code ec;
   const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
-  const std::string tool =
-      (ec ? std::filesystem::path(argv[0]) : self).parent_path() / "opfuse-explore";
+  const std::string tool = (ec ? std::filesystem::path(argv[0]) : self).parent_path() / name;
   std::vector<char*> args{const_cast<char*>(tool.c_str())};
   for (int i = 2; i < argc; ++i) args.push_back(argv[i]);
   args.push_back(nullptr);
@@ -37,7 +39,10 @@ int exec_explore(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc >= 2 && std::strcmp(argv[1], "explore") == 0) return exec_explore(argc, argv);
+  if (argc >= 2 && std::strcmp(argv[1], "explore") == 0) {
+    return exec_sibling("opfuse-explore", argc, argv);
+  }
+  if (argc >= 2 && std::strcmp(argv[1], "run") == 0) return exec_sibling("opfuse-run", argc, argv);
   CLI::App app{"opfuse: an operator-fusion compiler built on Halide"};
   app.require_subcommand(1);
 
@@ -88,6 +93,22 @@ int main(int argc, char** argv) {
   calibrate_cmd->add_option("--out", calibrate_out, "profile JSON to write");
   calibrate_cmd->add_flag("--quick", calibrate_quick, "short measurements");
 
+  opfuse::tools::CompileCommand compile;
+  CLI::App* compile_cmd = app.add_subcommand(
+      "compile", "AOT: a fused library (.a), its header and its plan for a model (.json or .onnx)");
+  compile_cmd->add_option("model", compile.model, "graph file (.json or .onnx)")->required();
+  compile_cmd->add_option("--target", compile.target, "host, host-opencl or host-cuda")
+      ->check(CLI::IsMember({"host", "host-opencl", "host-cuda"}));
+  compile_cmd->add_option("--out", compile.out_dir, "output folder")->required();
+  compile_cmd->add_option("--name", compile.name, "function name (default: from the file name)");
+  compile_cmd->add_option("--strategy", compile.strategy, "fused or unfused")
+      ->check(CLI::IsMember({"fused", "unfused"}));
+  compile_cmd->add_option("--profile", compile.profile, "hardware profile for the planner");
+  compile_cmd->add_option("--plan", compile.plan, "a plan JSON to build instead of the planner's");
+  compile_cmd->footer(
+      "`opfuse run MODEL [--input NAME=FILE] [--check] [--reps N]` runs the fused plan through "
+      "the JIT for a quick check.");
+
   CLI11_PARSE(app, argc, argv);
   try {
     if (*demo_cmd) return opfuse::tools::run_report(demo);
@@ -95,6 +116,7 @@ int main(int argc, char** argv) {
     if (*zoo_cmd) return opfuse::tools::write_zoo(zoo_dir);
     if (*plan_cmd) return opfuse::tools::plan_command(plan);
     if (*calibrate_cmd) return opfuse::tools::calibrate_command(calibrate_out, calibrate_quick);
+    if (*compile_cmd) return opfuse::tools::compile_command(compile, OPFUSE_GENERATOR);
   } catch (const std::exception& e) {
     std::cerr << "opfuse: " << e.what() << "\n";
     return 1;

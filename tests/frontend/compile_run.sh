@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# opfuse compile / opfuse run on the transformer block exported at opset 13.
+# Usage: compile_run.sh WRITE_ONNX_BLOCKS OPFUSE
+set -euo pipefail
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+"$1" "$work/models" > /dev/null
+model="$work/models/transformer_encoder_opset13.onnx"
+"$2" compile "$model" --target host --out "$work/lib" > "$work/compile.log"
+for f in transformer_encoder_opset13.a transformer_encoder_opset13.h \
+         transformer_encoder_opset13.plan.json; do
+  test -s "$work/lib/$f" || { echo "missing $f"; cat "$work/compile.log"; exit 1; }
+done
+grep -q "canonicalize: layer_norm_affine" "$work/lib/transformer_encoder_opset13.plan.json"
+grep -q "canonicalize: gelu_erf" "$work/lib/transformer_encoder_opset13.plan.json"
+grep -q "int transformer_encoder_opset13(" "$work/lib/transformer_encoder_opset13.h"
+"$2" run "$model" --check --reps 3 --outputs "$work/out" | tee "$work/run.log"
+grep -q "reference: match" "$work/run.log"
+test -s "$work/out/y.npy"
+# The output as an input (raw float32 rejected when the size is wrong, .npy accepted).
+head -c 12 /dev/zero > "$work/bad.bin"
+if "$2" run "$model" --input "x=$work/bad.bin" 2> "$work/err.log"; then exit 1; fi
+grep -q "needs 2048" "$work/err.log"
+echo "1 passed, 0 failed"

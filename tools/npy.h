@@ -1,0 +1,14 @@
+// NumPy .npy files (float32, little-endian, C order) for `opfuse run`'s inputs and outputs.
+#pragma once
+
+#include <string>
+
+#include "fusion/graph/host_tensor.h"
+
+namespace opfuse::tools {
+
+// std::runtime_error names the file and what is wrong (dtype, order, truncation).
+graph::HostTensor read_npy(const std::string& path);
+void write_npy(const std::string& path, const graph::HostTensor& t);
+
+}  // namespace opfuse::tools

@@ -1,0 +1,139 @@
+// opfuse-run (also run as `opfuse run`): runs a model's fused plan once through Halide's JIT on
+// this CPU, for a quick check of a model before an AOT build.
+//
+//   opfuse run MODEL [--input NAME=FILE.npy|FILE.bin ...] [--outputs DIR] [--plan PLAN.json]
+//              [--check] [--reps N]
+//
+// Inputs not given are random (seeded). `--check` compares every output with the reference
+// executor; `--reps` times the compiled plan (median). Never loads PoCL (JIT process).
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include "fusion/cost/cost_model.h"
+#include "fusion/frontend/load_model.h"
+#include "fusion/hardware/profile.h"
+#include "fusion/planner/planner.h"
+#include "fusion/reference/compare.h"
+#include "fusion/reference/executor.h"
+#include "schedules/jit.h"
+#include "tools/npy.h"
+
+using namespace opfuse;
+namespace fs = std::filesystem;
+
+namespace {
+
+graph::HostTensor read_input(const std::string& file, const graph::Tensor& t) {
+  if (fs::path(file).extension() == ".npy") {
+    graph::HostTensor h = tools::read_npy(file);
+    if (h.shape != t.shape) {
+      throw std::runtime_error(file + ": shape " + graph::shape_to_string(h.shape) +
+                               " but input '" + t.name + "' is " + graph::shape_to_string(t.shape));
+    }
+    return h;
+  }
+  graph::HostTensor h(t.shape);  // raw float32
+  std::ifstream in(file, std::ios::binary | std::ios::ate);
+  if (!in) throw std::runtime_error(file + ": cannot open");
+  const auto bytes = size_t(in.tellg());
+  if (bytes != h.size() * 4) {
+    throw std::runtime_error(file + ": " + std::to_string(bytes) + " bytes, input '" + t.name +
+                             "' " + graph::shape_to_string(t.shape) + " needs " +
+                             std::to_string(h.size() * 4) + " (raw float32)");
+  }
+  in.seekg(0);
+  in.read(reinterpret_cast<char*>(h.data.data()), std::streamsize(bytes));
+  return h;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"opfuse run: a model's fused plan through the JIT, on this CPU"};
+  std::string model_path, out_dir, plan_path, profile = "epyc-avx512-2c";
+  std::vector<std::string> inputs;
+  bool check = false;
+  int reps = 0;
+  app.add_option("model", model_path, "graph file (.json or .onnx)")->required();
+  app.add_option("--input", inputs, "NAME=FILE (.npy or raw float32 .bin), repeatable");
+  app.add_option("--outputs", out_dir, "write every output as DIR/<name>.npy");
+  app.add_option("--plan", plan_path,
+                 "a plan JSON (e.g. from opfuse explore) instead of the planner's");
+  app.add_option("--profile", profile, "hardware profile for the planner");
+  app.add_flag("--check", check, "compare every output with the reference executor");
+  app.add_option("--reps", reps, "time the plan over N runs (median)");
+  CLI11_PARSE(app, argc, argv);
+  try {
+    std::vector<std::string> rewrites;
+    const graph::Graph g = fusion::load_model(model_path, &rewrites);
+    for (const auto& r : rewrites) std::printf("%s\n", r.c_str());
+    const fusion::RooflineCostModel model(fusion::load_profile(profile));
+    fusion::FusionPlan plan;
+    if (plan_path.empty()) {
+      plan = fusion::plan_fusion(g, model);
+    } else {
+      std::ifstream in(plan_path);
+      if (!in) throw std::runtime_error(plan_path + ": cannot open");
+      const std::string text((std::istreambuf_iterator<char>(in)), {});
+      plan = fusion::plan_from_user_groups(g, model,
+                                           fusion::user_groups_from_plan_json(text, plan_path));
+    }
+    graph::TensorMap in = graph::random_inputs(g, 1);
+    for (const auto& spec : inputs) {
+      const auto eq = spec.find('=');
+      if (eq == std::string::npos) throw std::runtime_error("--input wants NAME=FILE, got " + spec);
+      const std::string name = spec.substr(0, eq);
+      if (!g.has_tensor(name) || g.tensor(name).kind != graph::TensorKind::input) {
+        throw std::runtime_error("--input " + name + ": the model has no input of that name");
+      }
+      in[name] = read_input(spec.substr(eq + 1), g.tensor(name));
+    }
+    for (const auto& name : g.inputs()) {
+      if (std::none_of(inputs.begin(), inputs.end(),
+                       [&](const std::string& s) { return s.rfind(name + "=", 0) == 0; })) {
+        std::printf("input %s %s: random (seed 1)\n", name.c_str(),
+                    graph::shape_to_string(g.tensor(name).shape).c_str());
+      }
+    }
+    schedules::CompiledPlan k(g, plan, in);
+    k.run();
+    const graph::TensorMap out = k.outputs();
+    std::printf("plan: %d kernels for %zu ops\n", plan.kernels_fused(), g.nodes().size());
+    if (reps > 0) {
+      std::vector<double> t;
+      for (int i = 0; i < reps; ++i) {
+        const auto t0 = std::chrono::steady_clock::now();
+        k.run();
+        t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+      }
+      std::sort(t.begin(), t.end());
+      std::printf("time: median %.4f ms over %d runs\n", t[t.size() / 2] * 1e3, reps);
+    }
+    if (!out_dir.empty()) fs::create_directories(out_dir);
+    int bad = 0;
+    const graph::TensorMap want = check ? reference::run(g, in) : graph::TensorMap{};
+    for (const auto& name : g.outputs()) {
+      const graph::HostTensor& t = out.at(name);
+      double sum = 0;
+      for (float v : t.data) sum += v;
+      std::printf("output %s %s sum %.6g", name.c_str(), graph::shape_to_string(t.shape).c_str(),
+                  sum);
+      if (check) {
+        const auto c = reference::compare(t.data, want.at(name).data, reference::kGraphTolerance);
+        std::printf("  reference: %s", c.ok() ? "match" : c.summary().c_str());
+        bad += c.ok() ? 0 : 1;
+      }
+      std::printf("\n");
+      if (!out_dir.empty()) tools::write_npy(out_dir + "/" + name + ".npy", t);
+    }
+    return bad ? 2 : 0;
+  } catch (const std::exception& e) {
+    std::cerr << "opfuse run: " << e.what() << "\n";
+    return 1;
+  }
+}
