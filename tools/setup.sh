@@ -9,6 +9,9 @@
 #   Python venv       halide==21.0.0 (C++ library, headers, CMake package, autoscheduler
 #                     plugins), cmake>=3.28, ninja — kept in a per-user cache outside the
 #                     clone so that a fresh clone reuses it.
+#   Peers (optional)  OPFUSE_WITH_PEERS=1 adds ONNX Runtime and numpy to the venv, for the
+#                     ONNX comparison (bench/onnx/, tests/frontend). PyTorch is not installed:
+#                     PyPI's Linux wheels bring the CUDA stack (gigabytes) to a CPU machine.
 #
 # Sourced by tools/run.sh and tools/test.sh; exports OPFUSE_VENV, OPFUSE_BUILD.
 set -euo pipefail
@@ -23,6 +26,9 @@ APT_PACKAGES=(build-essential python3-dev doctest-dev libbenchmark-dev nlohmann-
               protobuf-compiler libopenblas-dev libdnnl-dev graphviz clang libclang-rt-14-dev
               libopenmpi-dev openmpi-bin python3-matplotlib)
 PIP_PACKAGES=("halide==21.0.0" "cmake>=3.28,<5" "ninja")
+if [ "${OPFUSE_WITH_PEERS:-0}" = 1 ]; then
+  PIP_PACKAGES+=("onnxruntime" "numpy")
+fi
 
 log() { printf '[setup] %s\n' "$*" >&2; }
 

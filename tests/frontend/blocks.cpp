@@ -95,8 +95,8 @@ void gelu(OnnxModel& om, const std::string& name, const std::string& x, const st
 const std::vector<Block>& blocks() {
   static const std::vector<Block> b = {
       {"depthwise_separable",
-       [](OnnxModel& om, int) {
-         om.input("x", {1, 16, 12, 12});
+       [](OnnxModel& om, int, int64_t s) {
+         om.input("x", {1, 16, 12 * s, 12 * s});
          conv(om, "dw", "x", "dwo", 16, 16, 3, 16);  // BatchNorm folded into the bias
          relu6(om, "act1", "dwo", "a1");
          conv(om, "pw", "a1", "pwo", 16, 32, 1);
@@ -106,8 +106,8 @@ const std::vector<Block>& blocks() {
        {{"relu6", 2}},
        {{"relu6", 2}}},
       {"residual",
-       [](OnnxModel& om, int) {
-         om.input("x", {1, 8, 10, 10});
+       [](OnnxModel& om, int, int64_t s) {
+         om.input("x", {1, 8, 10 * s, 10 * s});
          conv(om, "c1", "x", "c1o", 8, 8, 3);
          om.node("Relu", "r1", {"c1o"}, "r1o");
          conv(om, "c2", "r1o", "c2o", 8, 8, 3);
@@ -118,8 +118,8 @@ const std::vector<Block>& blocks() {
        {},
        {}},
       {"transformer_encoder",
-       [](OnnxModel& om, int opset) {
-         const int64_t L = 16, D = 32, F = 64;
+       [](OnnxModel& om, int opset, int64_t s) {
+         const int64_t L = 16 * s, D = 32, F = 64;
          om.input("x", {1, L, D});
          layer_norm(om, opset, "ln1", "x", "h", D);
          linear(om, "q", "h", "q", D, D);
@@ -153,8 +153,8 @@ const std::vector<Block>& blocks() {
        {{"layer_norm_affine", 2}, {"linear", 6}, {"gelu_erf", 1}},
        {{"linear", 6}, {"gelu_erf", 1}}},
       {"detection_head",
-       [](OnnxModel& om, int) {
-         om.input("x", {1, 16, 8, 8});
+       [](OnnxModel& om, int, int64_t s) {
+         om.input("x", {1, 16, 8 * s, 8 * s});
          conv(om, "stem", "x", "so", 16, 16, 3);
          om.node("Relu", "stem_relu", {"so"}, "f");
          conv(om, "box", "f", "bo", 16, 12, 1);  // 3 anchors x 4 coordinates
@@ -170,8 +170,8 @@ const std::vector<Block>& blocks() {
        {},
        {}},
       {"swiglu_mlp",
-       [](OnnxModel& om, int) {
-         const int64_t L = 8, D = 32, F = 48;
+       [](OnnxModel& om, int, int64_t s) {
+         const int64_t L = 8 * s, D = 32, F = 48;
          om.input("x", {1, L, D});
          linear(om, "gate", "x", "gt", D, F);
          om.node("Sigmoid", "gate_sig", {"gt"}, "gs");
@@ -187,9 +187,9 @@ const std::vector<Block>& blocks() {
   return b;
 }
 
-std::string block_bytes(const Block& b, int opset) {
+std::string block_bytes(const Block& b, int opset, int64_t scale) {
   OnnxModel om(opset);
-  b.build(om, opset);
+  b.build(om, opset, scale);
   return om.bytes();
 }
 

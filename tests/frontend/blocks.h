@@ -16,11 +16,12 @@ namespace opfuse::testing {
 
 struct Block {
   std::string name;
-  std::function<void(OnnxModel&, int)> build;
+  // (model, opset, scale): scale multiplies the spatial size (H, W) or the sequence length
+  std::function<void(OnnxModel&, int, int64_t)> build;
   std::map<std::string, int> rewrites_13, rewrites_17;  // canonical rule -> times it fires
 };
 
 const std::vector<Block>& blocks();
-std::string block_bytes(const Block& b, int opset);  // the serialised ModelProto
+std::string block_bytes(const Block& b, int opset, int64_t scale = 1);  // serialised ModelProto
 
 }  // namespace opfuse::testing
