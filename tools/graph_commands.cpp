@@ -87,6 +87,7 @@ int plan_command(const PlanCommand& c) {
   options.enable_fusion = !c.no_fusion;
   options.latency_bound_s = c.latency_bound_us * 1e-6;
   options.p99_bound_s = c.p99_bound_us * 1e-6;
+  options.time_limit_s = c.time_limit_s;
   options.jitter_bound = c.jitter_bound;
   if (!c.measured.empty()) {
     options.measured_tail =

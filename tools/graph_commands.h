@@ -22,6 +22,7 @@ struct PlanCommand {
   std::string dot_out;                  // write the DOT rendering here
   bool no_fusion = false;
   double latency_bound_us = 0;
+  double time_limit_s = 0;    // planner budget; 0: none
   double p99_bound_us = 0;    // 7.7 T_max
   double jitter_bound = 1.2;  // 7.7 jitter_fused < jitter_bound * jitter_unfused
   std::string measured;       // an `opfuse explore` folder with measured distributions

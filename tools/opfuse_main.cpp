@@ -77,6 +77,11 @@ int main(int argc, char** argv) {
   plan_cmd->add_option("--json", plan.json_out, "write the plan (decision log) as JSON");
   plan_cmd->add_option("--dot", plan.dot_out, "write the plan as a DOT graph");
   plan_cmd->add_option("--latency-bound-us", plan.latency_bound_us, "L_max on the critical path");
+  plan_cmd
+      ->add_option("--time-limit", plan.time_limit_s,
+                   "planner wall-time budget, seconds: past it the plan found so far stands "
+                   "(legal, never costlier than unfused), and the log says so")
+      ->check(CLI::NonNegativeNumber);
   plan_cmd->add_option("--p99-bound-us", plan.p99_bound_us,
                        "7.7 T_max: fuse only if T99_fused < T_max (else the unfused plan)");
   plan_cmd->add_option("--jitter-bound", plan.jitter_bound,
