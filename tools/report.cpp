@@ -52,6 +52,73 @@ Timing time_call(const std::function<void()>& call, double budget_s) {
 const std::vector<std::string> kStrategies = {"unfused", "fused", "Mullapudi2016", "Adams2019",
                                               "Li2018"};
 
+const json* find_result(const json& results, const std::string& model,
+                        const std::string& strategy) {
+  for (const auto& r : results) {
+    if (r["model"] == model && r["strategy"] == strategy) return &r;
+  }
+  return nullptr;
+}
+
+std::string fmt(double v, int precision = 3) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.*g", precision, v);
+  return b;
+}
+
+// The goals of the benchmark (issue: benchmarks and the main job), each with its measured
+// ratio and MET or MISSED. PyTorch's goals are not measured here (no PyTorch installed).
+std::vector<std::string> performance_goals(const json& results) {
+  std::vector<std::string> out;
+  auto verdict = [](bool met) { return met ? std::string("MET") : std::string("MISSED"); };
+  if (const json* f = find_result(results, "ew_chain_8", "fused")) {
+    // Bytes in + out over the time, against the bandwidth of the level holding them.
+    const double frac = (*f)["gbps"].get<double>() * 1e9 / (*f)["roof_bandwidth_Bps"].get<double>();
+    out.push_back("fused ew_chain_8 at >= 85% of the copy bandwidth: " + fmt(100 * frac) + "% " +
+                  verdict(frac >= 0.85));
+  }
+  for (int n : {2, 4, 8}) {
+    const std::string m = "ew_chain_" + std::to_string(n);
+    const json* f = find_result(results, m, "fused");
+    if (!f || !f->contains("speedup_vs_unfused")) continue;
+    const double sp = (*f)["speedup_vs_unfused"].get<double>();
+    out.push_back("fused/unfused for " + m + " >= 0.8 N = " + fmt(0.8 * n) + ": x" + fmt(sp) + " " +
+                  verdict(sp >= 0.8 * n));
+  }
+  std::vector<std::string> models;
+  for (const auto& r : results) {
+    const std::string m = r["model"];
+    if (std::find(models.begin(), models.end(), m) == models.end()) models.push_back(m);
+  }
+  for (const auto& m : models) {
+    const json* f = find_result(results, m, "fused");
+    if (!f) continue;
+    double best = 0;
+    std::string who;
+    for (const char* a : {"Mullapudi2016", "Adams2019", "Li2018"}) {
+      const json* r = find_result(results, m, a);
+      if (r && (best == 0 || (*r)["median_s"].get<double>() < best)) {
+        best = (*r)["median_s"].get<double>();
+        who = a;
+      }
+    }
+    if (best > 0) {
+      const double ratio = best / (*f)["median_s"].get<double>();
+      out.push_back(m + ": fused vs the best autoscheduler (" + who + "): x" + fmt(ratio) + " " +
+                    verdict(ratio >= 1.0) + (ratio >= 1.25 ? " (target 1.25 met)" : ""));
+    }
+    if (const json* v = find_result(results, m, "oneDNN")) {
+      const double ratio = (*v)["median_s"].get<double>() / (*f)["median_s"].get<double>();
+      out.push_back(m + ": fused vs oneDNN conv+post-op+pool: x" + fmt(ratio) + " " +
+                    verdict(ratio >= 1.0));
+    }
+  }
+  out.push_back(
+      "fused vs PyTorch eager / torch.compile: not measured (PyTorch is not installed "
+      "on this machine kind)");
+  return out;
+}
+
 }  // namespace
 
 int run_report(const ReportOptions& o) {
@@ -153,6 +220,7 @@ int run_report(const ReportOptions& o) {
              {"gbps", c.compulsory_bytes / t.median_s / 1e9},
              {"flops", c.flops},
              {"bytes", c.compulsory_bytes},
+             {"roof_bandwidth_Bps", c.compulsory_bytes <= llc_bytes / 2 ? bw_llc : bw},
              {"roofline_fraction",
               c.roofline_s(peak, c.compulsory_bytes <= llc_bytes / 2 ? bw_llc : bw) / t.median_s},
              {"predicted_s", predicted},
@@ -199,6 +267,14 @@ int run_report(const ReportOptions& o) {
        << (r["matches_reference"].get<bool>() ? "yes" : "NO") << " |\n";
   }
   md << "\nPlans (`plans/<model>.txt`, `.plan.json`, `.dot`) explain every fused group.\n";
+  const std::vector<std::string> goals = performance_goals(results);
+  md << "\n## Performance goals\n\n";
+  std::printf("\nperformance goals (measured in this run):\n");
+  for (const auto& g : goals) {
+    md << "- " << g << "\n";
+    std::printf("  %s\n", g.c_str());
+  }
+  md << "\n![roofline](roofline.png)\n";
   std::ofstream(fs::path(o.out_dir) / "results.json") << json{{"peak_flops", peak},
                                                               {"dram_bandwidth_Bps", bw},
                                                               {"llc_bandwidth_Bps", bw_llc},
@@ -206,8 +282,13 @@ int run_report(const ReportOptions& o) {
                                                               {"results", results}}
                                                              .dump(2)
                                                       << "\n";
-  std::printf("\nwrote %s/results.json, %s/summary.md, %s/plans/\n", o.out_dir.c_str(),
-              o.out_dir.c_str(), o.out_dir.c_str());
+  // The roofline plot, every kernel on it (Debian's python3-matplotlib).
+  const std::string plot = "/usr/bin/python3 '" + std::string(OPFUSE_SOURCE_DIR) +
+                           "/tools/roofline_plot.py' '" + o.out_dir + "' 2>&1";
+  if (std::system(plot.c_str()) != 0)
+    std::printf("(no roofline.png: python3-matplotlib missing)\n");
+  std::printf("\nwrote %s/results.json, %s/summary.md, %s/roofline.png, %s/plans/\n",
+              o.out_dir.c_str(), o.out_dir.c_str(), o.out_dir.c_str(), o.out_dir.c_str());
   std::printf("%s\n", all_ok ? "every kernel matches the reference executor"
                              : "SOME KERNELS DO NOT MATCH THE REFERENCE (see the check column)");
   return all_ok ? 0 : 1;
