@@ -49,6 +49,7 @@ Options quick_options() {
   Options o;
   o.budget = 24;
   o.progress = false;
+  o.confirm = 0;  // the tests count measurements
   return o;
 }
 
@@ -290,4 +291,25 @@ TEST_CASE("a real exploration through the JIT: checked, timed, and a plan the ge
   // The calibrated profile loads and carries the fitted factors.
   const fusion::HardwareProfile cal = fusion::load_profile(d + "/profile_calibrated.json");
   CHECK(cal.name == "epyc-avx512-2c-calibrated");
+}
+
+TEST_CASE("the winner is confirmed against the planner's plan, measured alternately") {
+  const graph::Graph g = graph::zoo_model("mixed", graph::ZooSize::cpu);
+  Options o = quick_options();
+  o.gate = false;
+  o.confirm = 3;
+  std::vector<std::string> order;
+  auto recording = [&](const Candidate& c) {
+    order.push_back(c.origin);
+    return fake(c);
+  };
+  const Exploration e = explore::explore(g, o, fresh_dir("confirm"), recording);
+  REQUIRE(e.confirm_best_s > 0);
+  CHECK(e.confirm_best_origin != "planner");
+  // The last six measurements alternate: planner, best, planner, best, ...
+  REQUIRE(order.size() == e.results.size() + 6);
+  for (size_t i = e.results.size(); i < order.size(); ++i) {
+    CHECK(order[i] == ((i - e.results.size()) % 2 == 0 ? "planner" : e.confirm_best_origin));
+  }
+  CHECK(e.confirm_planner_s == e.results[0].m.p50_s);  // fake timings repeat exactly
 }

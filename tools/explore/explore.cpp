@@ -440,6 +440,27 @@ Exploration explore(const graph::Graph& g, const Options& o, const std::string& 
   e.results = std::move(all);
   e.log.push_back(std::to_string(measured) + " measured (" + std::to_string(reused) +
                   " from an earlier run), theta " + fmt(theta));
+  // Confirm the winner against the planner's plan, measured alternately.
+  const Result *best = nullptr, *base = nullptr;
+  for (const auto& r : e.results) {
+    if (!r.m.ok) continue;
+    if (!best || r.m.p50_s < best->m.p50_s) best = &r;
+    if (r.candidate.origin == "planner") base = &r;
+  }
+  if (o.shards == 1 && o.confirm > 0 && best && base && best != base) {
+    std::vector<double> tb, tp;
+    for (int i = 0; i < o.confirm; ++i) {
+      tp.push_back(measure_fn(base->candidate).p50_s);
+      tb.push_back(measure_fn(best->candidate).p50_s);
+    }
+    e.confirm_planner_s = percentile(tp, 0.5);
+    e.confirm_best_s = percentile(tb, 0.5);
+    e.confirm_best_origin = best->candidate.origin;
+    e.log.push_back("confirmed, measured alternately " + std::to_string(o.confirm) +
+                    " times: planner " + fmt(e.confirm_planner_s * 1e3) + " ms, " +
+                    best->candidate.origin + " " + fmt(e.confirm_best_s * 1e3) + " ms: x" +
+                    fmt(e.confirm_planner_s / e.confirm_best_s, 3));
+  }
   return e;
 }
 

@@ -101,6 +101,11 @@ struct Exploration {
   std::vector<Result> results;  // in candidate order
   std::vector<ThresholdStep> threshold;
   std::vector<std::string> log;
+  // The planner's plan and the fastest candidate measured again, alternately, after the
+  // search (o.confirm times each; medians of their p50s): a speed-up reported from one noisy
+  // sample of each would flatter the search. 0 when not done (shards, or the planner won).
+  double confirm_planner_s = 0, confirm_best_s = 0;
+  std::string confirm_best_origin;
 };
 
 // The fixed candidate list (the planner's plan, unfused, then `rounds` of beam neighbours by
