@@ -86,8 +86,9 @@ struct Options {
   int shard = 0, shards = 1;          // this process measures candidates i with i % shards == shard
   bool progress = true;               // progress bar and ETA on stderr
   uint64_t seed = 1;                  // inputs
-  double p99_bound_s = 0;             // 7.7 T_max for the chosen plan (0: none)
-  double jitter_bound = 1.2;          // 7.7 jitter_fused < jitter_bound * jitter_unfused
+  int confirm = 3;         // re-measurements of the planner's plan and the best, after the search
+  double p99_bound_s = 0;  // 7.7 T_max for the chosen plan (0: none)
+  double jitter_bound = 1.2;  // 7.7 jitter_fused < jitter_bound * jitter_unfused
 };
 
 struct ThresholdStep {
