@@ -28,8 +28,8 @@ struct ScheduleIntent {
   double tile_fraction = 1;               // share of the anchor's outer loop one tile covers
   int prefetch_distance = 1;              // 7.3.4, vector-loop iterations ahead
   int gpu_threads = 256;                  // threads per GPU block
-  int vector_lanes = 0;                   // CPU f32 lanes of the inner loops; 0: the target's
-                                          // natural width (exploration varies it)
+  int vector_lanes = 0;                   // CPU f32 lanes of the inner loops; 0: the emitter's
+                                          // default (exploration varies it)
 };
 
 struct FusedGroup {
