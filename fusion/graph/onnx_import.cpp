@@ -111,6 +111,7 @@ class Importer {
       } else {
         for (int32_t v : t.int32_data()) p.data.push_back(v ? 1.0f : 0.0f);
       }
+      check_initializer_size(t, p);
       g_.add_tensor(std::move(p));
       return;
     }
@@ -124,14 +125,18 @@ class Importer {
     p.shape.assign(t.dims().begin(), t.dims().end());
     if (p.shape.empty()) p.shape = {1};  // a scalar: one element
     p.data = float_values(t);
-    // Checked here, before any op reads the values (Gemm transposes them at import).
+    check_initializer_size(t, p);
+    g_.add_tensor(std::move(p));
+  }
+
+  // Checked here, before any op reads the values (Gemm transposes them at import).
+  void check_initializer_size(const onnx::TensorProto& t, const Tensor& p) const {
     const int64_t want = num_elements(p.shape);
     if (want < 0 || int64_t(p.data.size()) != want) {
       throw GraphError(source_ + ": initializer '" + t.name() + "' has dims " +
                        shape_to_string(p.shape) + " but carries " + std::to_string(p.data.size()) +
                        " values");
     }
-    g_.add_tensor(std::move(p));
   }
 
   void add_input(const onnx::ValueInfoProto& vi) {
@@ -564,6 +569,7 @@ class Importer {
       Tensor& w = g_.tensor(n.inputs[1]);
       if (w.shape.size() != 2) refuse(on, name, "B must be 2-D");
       const int64_t N = w.shape[0], K = w.shape[1];
+      if (w.data.empty()) w.data = param_values(w).data;  // a param without explicit values
       std::vector<float> t(w.data.size());
       for (int64_t i = 0; i < N; ++i) {
         for (int64_t k = 0; k < K; ++k) t[k * N + i] = w.data[i * K + k];

@@ -4,7 +4,7 @@
 # in the work folder and fails), or, with TARGET "sanitizers", the sanitized unit tests.
 #   run.sh BUILD_DIR CMAKE TARGET SECONDS
 set -euo pipefail
-build=$1 cmake=$2 target=$3 seconds=$4
+build=$(cd "$1" && pwd) cmake=$2 target=$3 seconds=$4
 src=$(cd "$(dirname "$0")" && pwd)
 if ! command -v clang++ >/dev/null; then
   echo "SKIPPED: clang++ (libFuzzer) not found"

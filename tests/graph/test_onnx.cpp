@@ -175,3 +175,20 @@ TEST_CASE("ONNX: unsupported ops and features are refused by name") {
       [] { import_onnx_bytes("not a protobuf at all", "junk.onnx"); },
       {"junk.onnx", "not a valid ONNX model"});
 }
+
+TEST_CASE("regression (fuzz): a BOOL initializer without values is refused, not read") {
+  // Found by fuzz_onnx: a Gemm whose B was a BOOL initializer carrying no values was
+  // transposed at import past the end of its (empty) data.
+  OnnxModel om(13);
+  om.input("x", {2, 4});
+  auto* t = om.m.mutable_graph()->add_initializer();
+  t->set_name("w");
+  t->set_data_type(onnx::TensorProto::BOOL);
+  t->add_dims(7);
+  t->add_dims(4);
+  auto* g = om.node("Gemm", "gemm", {"x", "w"}, "y");
+  OnnxModel::i(g, "transB", 1);
+  om.output("y");
+  opfuse::testing::check_graph_error([&] { import_onnx_bytes(om.bytes(), "bool.onnx"); },
+                                     {"initializer 'w'", "[7,4]", "carries 0 values"});
+}
