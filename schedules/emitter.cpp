@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "fusion/graph/indexed_graph.h"
@@ -52,7 +53,7 @@ class Emitter {
   // `multiple`: tiles cover a multiple of this many rows of the fused outer dims, so that a
   // register-blocked anchor inside always sees whole rows (its blocks never straddle a tile).
   LoopLevel root_schedule(Func r, const graph::Shape& shape, double tile_fraction,
-                          int64_t multiple = 1) {
+                          int64_t multiple = 1, std::optional<LoopLevel>* row_level = nullptr) {
     std::vector<Var> args = r.args();
     const int k = int(args.size());
     std::vector<int64_t> ext(shape.rbegin(), shape.rend());  // Halide order
@@ -94,6 +95,7 @@ class Emitter {
     rows = std::min(outer_ext, (rows + multiple - 1) / multiple * multiple);
     r.split(outer, to, ti, int(rows), TailStrategy::GuardWithIf).parallel(to);
     if (v > 1) r.vectorize(args[0], v, TailStrategy::GuardWithIf);
+    if (row_level && k > 2) *row_level = LoopLevel(r, ti);
     return LoopLevel(r, to);
   }
 
@@ -195,7 +197,8 @@ class Emitter {
         continue;
       }
       f.compute_at(at);
-      if (!gpu_ && row_stat && (role == "mean" || role == "var" || role == "sum") &&
+      if (!gpu_ && row_stat &&
+          (role == "mean" || role == "var" || role == "sum" || role == "max") &&
           f.num_update_definitions() == 1 && reduces_innermost_axis(n)) {
         // A row statistic over the contiguous last axis: vectorise the reduction itself
         // (partial sums per lane, combined at the end) rather than across rows, whose
@@ -248,8 +251,14 @@ class Emitter {
   // helpers in its tiles, and returns the tile level for the group's other members.
   LoopLevel schedule_root(const ops::LoweredNode& ln, const fusion::FusedGroup& g, Func root) {
     const graph::Shape& shape = tensor_of(ln.node).shape;
-    const LoopLevel at =
-        root_schedule(root, shape, g.intent.tile_fraction, tile_multiple(g, shape));
+    std::optional<LoopLevel> row;
+    LoopLevel at =
+        root_schedule(root, shape, g.intent.tile_fraction, tile_multiple(g, shape), &row);
+    // Row statistics (softmax, layer norm) under a root whose outer dims were fused: computed
+    // per row. At the tile, Halide bounds them by the whole fused range (every tile computed
+    // every row: 4x the work on the zoo's softmax); a row is also what fits in L1. Not with
+    // a register-blocked anchor, whose blocks span several rows.
+    if (row && has_row_statistics(g) && !has_blocked_anchor(g)) at = *row;
     if (is_blocked_anchor(ln.node)) ln.output().compute_at(at);
     schedule_helpers(ln, at);
     return at;
@@ -338,6 +347,13 @@ class Emitter {
   bool is_blocked_anchor(const std::string& name) const {
     const std::string& op = ig_.node(index_.at(name)).op;
     return !gpu_ && (op == "conv2d" || op == "matmul" || op == "linear");
+  }
+
+  bool has_blocked_anchor(const fusion::FusedGroup& g) const {
+    for (const auto& name : g.nodes) {
+      if (is_blocked_anchor(name)) return true;
+    }
+    return false;
   }
 
   bool has_row_statistics(const fusion::FusedGroup& g) const {

@@ -209,7 +209,8 @@ class Lowerer {
     const std::vector<Var> args = halide_args(vars_);
     if (n.op == "reduce_max") {
       Func mx = helper(n, "max");
-      mx(args) = maximum(at(in(n, 0), xi));
+      mx(args) = Float(32).min();
+      mx(args) = max(mx(args), at(in(n, 0), xi));
       return define(n, mx(args));
     }
     Func sum = helper(n, "sum");
@@ -298,7 +299,10 @@ class Lowerer {
     Func x = in(n, 0);
     // Numerically stable: exp(x - max) never overflows, and the sum is >= 1.
     Func mx = helper(n, "max"), e = helper(n, "exp"), sum = helper(n, "sum");
-    mx(halide_args(rest)) = maximum(at(x, along));
+    // An explicit update (not an inline maximum()) so that a schedule can vectorise the
+    // reduction along the row, as it does the sum.
+    mx(halide_args(rest)) = Float(32).min();
+    mx(halide_args(rest)) = max(mx(halide_args(rest)), at(x, along));
     e(halide_args(vars_)) = Halide::exp(at(x, exprs(vars_)) - mx(halide_args(rest)));
     sum(halide_args(rest)) = 0.0f;
     sum(halide_args(rest)) += at(e, along);
