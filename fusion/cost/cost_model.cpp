@@ -140,61 +140,6 @@ double corrected_time(const HardwareProfile& p, const GroupEstimate& e) {
   return (std::max(e.t_compute_s, e.t_memory_s) + e.t_overhead_s) * correction;
 }
 
-// Elementwise producers inlined into an anchor's operand are evaluated at every use of the
-// operand, not once per element: a conv reads each input element Cout * kh * kw / (sh * sw)
-// times, a matmul each A element N times and each B element M times. On a CPU the anchor's
-// register blocking broadcasts one operand value to a vector of outputs, so the count is
-// divided by the vector's lanes; on a GPU each thread computes one output. Returns the extra
-// FLOPs. (Measured by `opfuse explore learn`: a normalise (sub, div) inlined into a 3x3
-// conv made the fused group 2.8x slower than running the two apart.)
-double RooflineCostModel::anchor_input_recompute(const IndexedGraph& ig,
-                                                 const std::vector<size_t>& nodes,
-                                                 const std::unordered_set<size_t>& in_group) const {
-  const graph::Graph& g = ig.graph();
-  const double lanes = profile_.gpu ? 1.0 : std::max(1.0, profile_.vector_bytes / 4.0);
-  double extra = 0;
-  for (size_t a : nodes) {
-    const Node& n = ig.node(a);
-    if (n.op != "conv2d" && n.op != "matmul" && n.op != "linear") continue;
-    for (size_t k = 0; k < n.inputs.size() && k < 2; ++k) {
-      const int p = ig.producer(n.inputs[k]);
-      if (p < 0 || !in_group.count(size_t(p))) continue;
-      const graph::Shape& out = g.tensor(n.outputs[0]).shape;
-      double uses = 1;
-      if (n.op == "conv2d") {
-        const graph::Window2d w =
-            graph::conv2d_window(n, g.tensor(n.inputs[0]), g.tensor(n.inputs[1]));
-        const double cout = double(g.tensor(n.inputs[1]).shape[0]);
-        uses = k == 0
-                   ? cout * double(w.kernel[0] * w.kernel[1]) / double(w.strides[0] * w.strides[1])
-                   : double(graph::num_elements(out)) / cout;
-      } else if (k == 0) {
-        uses = double(out.back());  // A [.., M, K] (or x [.., K]): once per output column
-      } else {
-        uses = out.size() >= 2 ? double(out[out.size() - 2]) : 1;  // B [K, N]: once per row
-      }
-      const double factor = std::max(1.0, uses / lanes);
-      if (factor <= 1) continue;
-      // The inlined (elementwise, broadcast, injective) producers upstream of the operand.
-      std::vector<size_t> stack{size_t(p)};
-      std::unordered_set<size_t> seen;
-      while (!stack.empty()) {
-        const size_t u = stack.back();
-        stack.pop_back();
-        if (!in_group.count(u) || !seen.insert(u).second) continue;
-        const auto kind = ig.kind(u);
-        if (kind != graph::FusionKind::elementwise && kind != graph::FusionKind::broadcast &&
-            kind != graph::FusionKind::injective) {
-          continue;  // computed per tile (compute_at), not per use
-        }
-        extra += op_stats(ig, u).flops * (factor - 1);
-        for (size_t q : ig.preds(u)) stack.push_back(q);
-      }
-    }
-  }
-  return extra;
-}
-
 GroupEstimate RooflineCostModel::estimate(const IndexedGraph& ig,
                                           const std::vector<size_t>& nodes) const {
   const graph::Graph& g = ig.graph();
@@ -257,7 +202,6 @@ GroupEstimate RooflineCostModel::estimate(const IndexedGraph& ig,
     }
     for (size_t u : upstream) extra += op_stats(ig, u).flops * (factor - 1);
   }
-  extra += anchor_input_recompute(ig, nodes, in_group);
   e.flops = flops + extra;
   e.recompute_factor = flops > 0 ? e.flops / flops : 1;
 

@@ -15,7 +15,6 @@
 
 #include <memory>
 #include <string>
-#include <unordered_set>
 #include <vector>
 
 #include "fusion/graph/indexed_graph.h"
@@ -99,10 +98,6 @@ class RooflineCostModel : public CostModel {
   std::string name() const override { return "roofline"; }
   GroupEstimate estimate(const graph::IndexedGraph& ig,
                          const std::vector<size_t>& nodes) const override;
-
- protected:
-  double anchor_input_recompute(const graph::IndexedGraph& ig, const std::vector<size_t>& nodes,
-                                const std::unordered_set<size_t>& in_group) const;
 };
 
 // Exercise 7.5: groups placed on NUMA nodes; bytes a group reads from a tensor produced on

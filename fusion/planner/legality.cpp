@@ -73,6 +73,26 @@ FusionDecision Legality::windows_read_private_inputs(const std::vector<size_t>& 
   return FusionDecision::yes();
 }
 
+FusionDecision Legality::anchors_have_no_prologue(const std::vector<size_t>& group) const {
+  std::unordered_set<size_t> in(group.begin(), group.end());
+  for (size_t n : group) {
+    const graph::Node& node = ig_.node(n);
+    if (!is_anchor(node)) continue;
+    for (size_t k = 0; k < node.inputs.size() && k < 2; ++k) {  // the operands, not a bias
+      const int p = ig_.producer(node.inputs[k]);
+      if (p < 0 || !in.count(size_t(p))) continue;
+      const auto kind = ig_.kind(size_t(p));
+      if (kind == graph::FusionKind::elementwise || kind == graph::FusionKind::broadcast) {
+        return FusionDecision::no("elementwise '" + ig_.node(size_t(p)).name +
+                                  "' would be inlined into anchor '" + node.name +
+                                  "' and evaluated at every use of its operand; it fuses "
+                                  "after an anchor, not before");
+      }
+    }
+  }
+  return FusionDecision::yes();
+}
+
 FusionDecision Legality::fits_resources(const std::vector<size_t>& group,
                                         const GroupEstimate& e) const {
   if (group.size() > max_group_ops_) {
@@ -114,6 +134,7 @@ FusionDecision Legality::can_form_group(const std::vector<size_t>& group,
   return has_no_side_effects(group)
       .and_then([&] { return is_convex(group); })
       .and_then([&] { return windows_read_private_inputs(group); })
+      .and_then([&] { return anchors_have_no_prologue(group); })
       .and_then([&] { return fits_resources(group, e); });
 }
 

@@ -9,6 +9,12 @@
 //   windows_read_private_inputs a window op (conv, pool) computed at its producer's tile needs
 //                               that producer to itself; with other consumers the producer is
 //                               materialised instead of being recomputed per consumer
+//   anchors_have_no_prologue    an elementwise op is fused after an anchor (conv, matmul,
+//                               linear), never before it: inlined into the anchor's operand it
+//                               would be evaluated at every use of each element (Cout*kh*kw
+//                               times for a conv), as TVM's out-elementwise-fusable kind says.
+//                               Measured: the zoo's perception normalise (sub, div) fused into
+//                               its first conv ran 2.8x slower than apart (`opfuse explore`)
 //   fits_resources              R(group) <= R_max: registers and on-chip bytes (7.1.2, the
 //                               over-fusion guard of pitfall 1), at most max_group_ops ops, and
 //                               a working set within the profile's memory
@@ -50,6 +56,7 @@ class Legality {
   FusionDecision is_convex(const std::vector<size_t>& group) const;
   FusionDecision has_no_side_effects(const std::vector<size_t>& group) const;
   FusionDecision windows_read_private_inputs(const std::vector<size_t>& group) const;
+  FusionDecision anchors_have_no_prologue(const std::vector<size_t>& group) const;
   FusionDecision fits_resources(const std::vector<size_t>& group, const GroupEstimate& e) const;
   FusionDecision siblings_share_input(const std::vector<size_t>& a,
                                       const std::vector<size_t>& b) const;

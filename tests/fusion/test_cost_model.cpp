@@ -227,37 +227,6 @@ TEST_CASE("calibrate (quick) measures a usable profile") {
   CHECK(profile_from_json(profile_to_json(p), "measured").peak_flops_f32 == p.peak_flops_f32);
 }
 
-TEST_CASE("elementwise producers inlined into an anchor's operand are charged per use") {
-  GraphBuilder b("pre");
-  Conv2dOptions same;
-  same.pads = {1, 1, 1, 1};
-  const auto x = b.input("x", {1, 16, 16, 8}, Layout::NHWC);
-  b.output(b.conv2d(b.relu(x), b.param("w", {64, 8, 3, 3}), same));
-  const Graph g = b.build();
-  const IndexedGraph ig(g);
-  const RooflineCostModel model(flat_profile(1e12, 100e9));
-  const size_t relu = 0, conv = 1;
-  const double fused = model.estimate(ig, {relu, conv}).flops;
-  const double apart = op_stats(ig, relu).flops + op_stats(ig, conv).flops;
-  // Each input element is read 64 * 9 times, 16 lanes at a time (vector_bytes 64): relu runs
-  // 36 times per element instead of once.
-  HardwareProfile p = flat_profile(1e12, 100e9);
-  p.vector_bytes = 64;
-  const double fused16 = RooflineCostModel(p).estimate(ig, {relu, conv}).flops;
-  // (plus a little halo recompute of the window's row tiles, the stencil term above)
-  CHECK(fused16 ==
-        doctest::Approx(apart + op_stats(ig, relu).flops * (64.0 * 9 / 16 - 1)).epsilon(1e-3));
-  CHECK(fused > apart);
-  // An epilogue (conv -> relu) is not recomputed.
-  GraphBuilder b2("post");
-  b2.output(b2.relu(
-      b2.conv2d(b2.input("x", {1, 16, 16, 8}, Layout::NHWC), b2.param("w", {64, 8, 3, 3}), same)));
-  const Graph g2 = b2.build();
-  const IndexedGraph ig2(g2);
-  CHECK(RooflineCostModel(p).estimate(ig2, {0, 1}).flops ==
-        doctest::Approx(op_stats(ig2, 0).flops + op_stats(ig2, 1).flops));
-}
-
 TEST_CASE("7.2.4 learned benefit model: trains, round-trips, and plugs into the planner") {
   // A benefit that depends on two features: the MLP must fit it far better than a constant.
   std::vector<std::vector<double>> x;

@@ -272,3 +272,30 @@ TEST_CASE("a group whose working set exceeds the profile's memory is refused") {
   CHECK(logged);
   CHECK(plan_fusion(g, RooflineCostModel(builtin_profile("epyc-avx512-2c"))).groups.size() == 1);
 }
+
+TEST_CASE("legality: elementwise ops fuse after an anchor, never before it") {
+  // perception's normalise (sub, div) before its first conv stays out of the conv's group,
+  // and a user plan that puts it there is refused with the reason.
+  const Graph g = load("perception");
+  const FusionPlan p = plan(g);
+  const FusedGroup* conv = p.group_of("conv2d_0");
+  REQUIRE(conv != nullptr);
+  for (const auto& n : conv->nodes) {
+    CHECK(n != "sub_0");
+    CHECK(n != "div_0");
+  }
+  const RooflineCostModel model(builtin_profile("epyc-avx512-2c"));
+  std::vector<UserGroup> groups;
+  for (const auto& grp : p.groups) {
+    if (&grp == conv) continue;
+    bool normalise = false;
+    for (const auto& n : grp.nodes) normalise = normalise || n == "div_0";
+    if (!normalise) groups.push_back({grp.nodes, 0, 0});
+  }
+  std::vector<std::string> merged = {"sub_0", "div_0"};
+  merged.insert(merged.end(), conv->nodes.begin(), conv->nodes.end());
+  groups.push_back({merged, 0, 0});
+  CHECK_THROWS_WITH_AS(plan_from_user_groups(g, model, groups),
+                       doctest::Contains("fuses after an anchor, not before"),
+                       std::invalid_argument);
+}
