@@ -364,11 +364,11 @@ class Emitter {
     return false;
   }
 
-  // Does `name` (transitively, inside the group) feed one of `targets`?
-  bool reaches_any(const std::string& name, const std::set<std::string>& members,
-                   const std::vector<std::string>& targets) const {
-    if (targets.empty()) return false;
-    const std::set<std::string> want(targets.begin(), targets.end());
+  // Walks the group members downstream of `name`, each once; `visit(member)` says whether
+  // to go on past it.
+  template <typename Visit>
+  void walk_downstream(const std::string& name, const std::set<std::string>& members,
+                       Visit visit) const {
     std::vector<size_t> stack{index_.at(name)};
     std::set<size_t> seen;
     while (!stack.empty()) {
@@ -377,11 +377,21 @@ class Emitter {
       for (size_t s : ig_.succs(u)) {
         const std::string& sn = ig_.node(s).name;
         if (!members.count(sn) || !seen.insert(s).second) continue;
-        if (want.count(sn)) return true;
-        stack.push_back(s);
+        if (visit(sn)) stack.push_back(s);
       }
     }
-    return false;
+  }
+
+  // Does `name` (transitively, inside the group) feed one of `targets`?
+  bool reaches_any(const std::string& name, const std::set<std::string>& members,
+                   const std::vector<std::string>& targets) const {
+    const std::set<std::string> want(targets.begin(), targets.end());
+    bool found = false;
+    walk_downstream(name, members, [&](const std::string& m) {
+      found = found || want.count(m) != 0;
+      return !found;
+    });
+    return found;
   }
 
   // Stored nodes of the group that (transitively, inside the group) read `name`.
@@ -389,21 +399,11 @@ class Emitter {
                                          const std::set<std::string>& members,
                                          const std::set<std::string>& stored) const {
     std::vector<std::string> roots;
-    std::vector<size_t> stack{index_.at(name)};
-    std::set<size_t> seen;
-    while (!stack.empty()) {
-      const size_t u = stack.back();
-      stack.pop_back();
-      for (size_t s : ig_.succs(u)) {
-        const std::string& sn = ig_.node(s).name;
-        if (!members.count(sn) || !seen.insert(s).second) continue;
-        if (stored.count(sn)) {
-          if (std::find(roots.begin(), roots.end(), sn) == roots.end()) roots.push_back(sn);
-        } else {
-          stack.push_back(s);
-        }
-      }
-    }
+    walk_downstream(name, members, [&](const std::string& m) {
+      if (!stored.count(m)) return true;
+      if (std::find(roots.begin(), roots.end(), m) == roots.end()) roots.push_back(m);
+      return false;  // a root's own readers are its business
+    });
     return roots;
   }
 
