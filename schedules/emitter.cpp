@@ -323,18 +323,22 @@ class Emitter {
     }
   }
 
-  // Two vectors per inner iteration on the CPU, except in groups with a convolution: the
-  // independent halves hide the latency of long inlined chains (exp, divisions) and of the
-  // matmul FMAs. Measured by `opfuse explore` on the zoo (planner's plan at 16 vs 32 lanes,
-  // p50): ew_chain_8 x1.19, ew_chain_16 x1.24, mlp x1.41, attention x1.07, softmax x1.04,
-  // layernorm x1.03; convolution groups x0.50 (perception, NCHW) to x1.00 (cbr_pool), so
-  // they keep the natural width. A plan's vector_lanes overrides this.
+  // Several vectors per inner iteration on the CPU: independent vectors hide the latency of
+  // long inlined chains (exp, divisions) and of reductions, which one vector leaves exposed.
+  // Measured with `opfuse run --plan` on the zoo (p50 at 32 -> 64 lanes, natural 16):
+  // ew_chain_4/8/16 -16/-20/-36%, attention -24%, layernorm -8%, softmax -7%, but mlp +19%
+  // (its register-blocked linears); and at 16 -> 32 lanes convolution groups lose up to 2x
+  // (perception, NCHW). So: 4 vectors without an anchor, 2 with matmul/linear anchors, the
+  // natural width with a convolution. A plan's vector_lanes overrides this.
   int default_lanes(const fusion::FusedGroup& g) const {
     if (gpu_) return natural_vec_;
+    int vectors = 4;
     for (const auto& name : g.nodes) {
-      if (ig_.node(index_.at(name)).op == "conv2d") return natural_vec_;
+      const std::string& op = ig_.node(index_.at(name)).op;
+      if (op == "conv2d") return natural_vec_;
+      if (op == "matmul" || op == "linear") vectors = 2;
     }
-    return 2 * natural_vec_;
+    return vectors * natural_vec_;
   }
 
   bool is_nchw_conv(const graph::Node& n) const {

@@ -133,7 +133,7 @@ TEST_CASE("every vector width the explorer tries computes the same") {
   const fusion::FusionPlan base = fusion::plan_fusion(g, model);
   const graph::TensorMap in = graph::random_inputs(g, 4);
   const graph::TensorMap want = reference::run(g, in);
-  for (int lanes : {4, 8, 32}) {
+  for (int lanes : {4, 8, 32, 64}) {
     CAPTURE(lanes);
     std::vector<fusion::UserGroup> groups;
     for (const auto& fg : base.groups) groups.push_back({fg.nodes, 0, lanes});

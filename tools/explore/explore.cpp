@@ -197,9 +197,9 @@ std::vector<Candidate> neighbours(const graph::Graph& g, const fusion::CostModel
     for (auto& u : groups) u.tile_fraction = std::min(1.0, std::max(1e-6, u.tile_fraction * f));
     add(groups, "tiles x" + fmt(f));
   }
-  // Vector width, every group: half, once and twice the target's natural width (the
+  // Vector width, every group: 1/2, 1, 2 and 4 times the target's natural width (the
   // emitter's default is one of these, per group).
-  for (int lanes : {natural_lanes / 2, natural_lanes, natural_lanes * 2}) {
+  for (int lanes : {natural_lanes / 2, natural_lanes, natural_lanes * 2, natural_lanes * 4}) {
     if (lanes < 1 || lanes > 64) continue;
     std::vector<fusion::UserGroup> groups = B;
     for (auto& u : groups) u.vector_lanes = lanes;
