@@ -103,13 +103,17 @@ std::string candidate_id(const std::vector<fusion::UserGroup>& groups) {
     parts.push_back(s);
   }
   std::sort(parts.begin(), parts.end());
-  uint64_t h = 1469598103934665603ull;  // FNV-1a 64
-  for (const auto& p : parts) {
-    for (unsigned char ch : p + ";") h = (h ^ ch) * 1099511628211ull;
-  }
+  std::string all;
+  for (const auto& p : parts) all += p + ";";
   char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(stable_hash(all)));
   return buf;
+}
+
+uint64_t stable_hash(const std::string& text) {
+  uint64_t h = 1469598103934665603ull;  // FNV-1a 64
+  for (unsigned char ch : text) h = (h ^ ch) * 1099511628211ull;
+  return h;
 }
 
 std::vector<Candidate> neighbours(const graph::Graph& g, const fusion::CostModel& model,
@@ -307,22 +311,11 @@ Result result_from_json(const std::string& line) {
 
 namespace {
 
+// The measured candidates of an earlier run of this folder, by id (none when it is new).
 std::map<std::string, Result> read_results(const std::string& path) {
   std::map<std::string, Result> out;
-  std::ifstream in(path);
-  std::string line;
-  size_t n = 0;
-  while (std::getline(in, line)) {
-    ++n;
-    if (line.empty()) continue;
-    try {
-      Result r = result_from_json(line);
-      out[r.candidate.id] = std::move(r);
-    } catch (const std::exception&) {
-      // A line cut short by an interruption: that candidate is measured again.
-      std::cerr << "explore: " << path << ":" << n << ": incomplete line skipped\n";
-    }
-  }
+  if (!fs::exists(path)) return out;
+  for (auto& r : merge_results({path})) out.emplace(r.candidate.id, std::move(r));
   return out;
 }
 
@@ -472,13 +465,15 @@ std::vector<Result> merge_results(const std::vector<std::string>& results_files)
     if (!fs::exists(f)) throw std::invalid_argument("explore merge: no file " + f);
     std::ifstream in(f);
     std::string line;
-    while (std::getline(in, line)) {
+    for (size_t n = 1; std::getline(in, line); ++n) {
       if (line.empty()) continue;
       Result r;
       try {
         r = result_from_json(line);
       } catch (const std::exception&) {
-        continue;  // an interrupted line
+        // A line cut short by an interruption: that candidate is measured again.
+        std::cerr << "explore: " << f << ":" << n << ": incomplete line skipped\n";
+        continue;
       }
       if (seen.insert(r.candidate.id).second) out.push_back(std::move(r));
     }
@@ -576,6 +571,25 @@ double corrected_prediction(const Result& r, const Correction& c) {
          r.predicted_compute_s * (1 + c.alpha_conflict);
 }
 
+fusion::HardwareProfile calibrated_profile(fusion::HardwareProfile p, const Correction& c) {
+  p.name += "-calibrated";
+  p.alpha_cache = c.alpha_cache;
+  p.alpha_conflict = c.alpha_conflict;
+  return p;
+}
+
+ModelError model_error(const std::vector<Result>& results, const Correction& c) {
+  std::vector<double> pred, cal, meas;
+  for (const auto& r : results) {
+    if (!r.m.ok) continue;
+    pred.push_back(r.predicted_s);
+    cal.push_back(corrected_prediction(r, c));
+    meas.push_back(r.m.p50_s);
+  }
+  return {int(meas.size()), median_abs_pct_error(pred, meas), median_abs_pct_error(cal, meas),
+          spearman(pred, meas), spearman(cal, meas)};
+}
+
 std::optional<fusion::TailMeasurement> tail_of(const std::vector<Result>& results) {
   const Result *planner = nullptr, *unfused = nullptr;
   for (const auto& r : results) {
@@ -633,12 +647,7 @@ void write_outputs(const graph::Graph& g, const Options& o, const Exploration& e
     if (r.m.ok) ok.push_back(&r);
   }
   const Correction corr = fit_correction(e.results);
-  std::vector<double> pred, cal, meas;
-  for (const Result* r : ok) {
-    pred.push_back(r->predicted_s);
-    cal.push_back(corrected_prediction(*r, corr));
-    meas.push_back(r->m.p50_s);
-  }
+  const ModelError err = model_error(e.results, corr);
 
   // candidates.csv and .json
   std::ofstream csv(out_dir + "/candidates.csv");
@@ -687,18 +696,15 @@ void write_outputs(const graph::Graph& g, const Options& o, const Exploration& e
   }
 
   // Calibration: the correction factors and the model's error before and after.
-  fusion::HardwareProfile calibrated = profile;
-  calibrated.name = profile.name + "-calibrated";
-  calibrated.alpha_cache = corr.alpha_cache;
-  calibrated.alpha_conflict = corr.alpha_conflict;
-  std::ofstream(out_dir + "/profile_calibrated.json") << fusion::profile_to_json(calibrated);
-  json calj = {{"samples", corr.samples},
-               {"alpha_cache", corr.alpha_cache},
-               {"alpha_conflict", corr.alpha_conflict},
-               {"mdape_before", median_abs_pct_error(pred, meas)},
-               {"mdape_after", median_abs_pct_error(cal, meas)},
-               {"spearman_before", spearman(pred, meas)},
-               {"spearman_after", spearman(cal, meas)}};
+  std::ofstream(out_dir + "/profile_calibrated.json")
+      << fusion::profile_to_json(calibrated_profile(profile, corr));
+  const json calj = {{"samples", corr.samples},
+                     {"alpha_cache", corr.alpha_cache},
+                     {"alpha_conflict", corr.alpha_conflict},
+                     {"mdape_before", err.mdape_before},
+                     {"mdape_after", err.mdape_after},
+                     {"spearman_before", err.spearman_before},
+                     {"spearman_after", err.spearman_after}};
   std::ofstream(out_dir + "/calibration.json") << calj.dump(2) << "\n";
 
   std::ofstream th(out_dir + "/threshold.csv");
@@ -718,11 +724,10 @@ void write_outputs(const graph::Graph& g, const Options& o, const Exploration& e
        << "\n";
   }
   md << "- cost model over " << ok.size() << " candidates: median |error| "
-     << fmt(100 * calj["mdape_before"].get<double>(), 3) << "% -> "
-     << fmt(100 * calj["mdape_after"].get<double>(), 3) << "% calibrated; Spearman "
-     << fmt(calj["spearman_before"].get<double>(), 3) << " -> "
-     << fmt(calj["spearman_after"].get<double>(), 3) << " (a_cache " << fmt(corr.alpha_cache, 3)
-     << ", a_conflict " << fmt(corr.alpha_conflict, 3) << ")\n\n";
+     << fmt(100 * err.mdape_before, 3) << "% -> " << fmt(100 * err.mdape_after, 3)
+     << "% calibrated; Spearman " << fmt(err.spearman_before, 3) << " -> "
+     << fmt(err.spearman_after, 3) << " (a_cache " << fmt(corr.alpha_cache, 3) << ", a_conflict "
+     << fmt(corr.alpha_conflict, 3) << ")\n\n";
   md << "| candidate | origin | kernels | predicted ms | calibrated ms | p50 ms | p99 ms | "
         "jitter | peak heap MiB |\n|---|---|---|---|---|---|---|---|---|\n";
   std::vector<const Result*> sorted = ok;

@@ -28,6 +28,7 @@
 
 #include "fusion/cost/cost_model.h"
 #include "fusion/graph/graph.h"
+#include "fusion/hardware/profile.h"
 #include "fusion/planner/planner.h"
 
 namespace opfuse::explore {
@@ -42,6 +43,8 @@ struct Candidate {
 // The partition and knobs of a plan, as user groups (what a plan JSON carries).
 std::vector<fusion::UserGroup> groups_of(const fusion::FusionPlan& p);
 std::string candidate_id(const std::vector<fusion::UserGroup>& groups);
+// A stable 64-bit hash (FNV-1a) of `text`: ids and splits that never change between runs.
+uint64_t stable_hash(const std::string& text);
 
 // The legal neighbours of `base` (see the header comment), each tagged with `round`.
 std::vector<Candidate> neighbours(const graph::Graph& g, const fusion::CostModel& model,
@@ -148,6 +151,16 @@ struct Correction {
 Correction fit_correction(const std::vector<Result>& results);
 // The calibrated prediction of a result (the same split, corrected).
 double corrected_prediction(const Result& r, const Correction& c);
+// `p` with the fitted factors, named "<name>-calibrated".
+fusion::HardwareProfile calibrated_profile(fusion::HardwareProfile p, const Correction& c);
+
+// The cost model's error over the measured candidates, before and after a correction.
+struct ModelError {
+  int samples = 0;
+  double mdape_before = 0, mdape_after = 0;        // median |predicted - p50| / p50
+  double spearman_before = 0, spearman_after = 0;  // rank correlation with p50
+};
+ModelError model_error(const std::vector<Result>& results, const Correction& c);
 
 // The measured distributions of the planner's and the unfused plan (for the planner's 7.7
 // tail bounds), when both were measured.

@@ -145,24 +145,13 @@ int main(int argc, char** argv) {
       }
       const explore::Correction c = explore::fit_correction(all);
       for (size_t i = 0; i < cal_dirs.size(); ++i) {
-        std::vector<double> pred, calp, meas;
-        for (const auto& r : per[i]) {
-          if (!r.m.ok) continue;
-          pred.push_back(r.predicted_s);
-          calp.push_back(explore::corrected_prediction(r, c));
-          meas.push_back(r.m.p50_s);
-        }
-        std::printf("%-28s %8zu %9.1f%% %9.1f%% %10.3f %10.3f\n",
-                    fs::path(cal_dirs[i]).filename().c_str(), meas.size(),
-                    100 * explore::median_abs_pct_error(pred, meas),
-                    100 * explore::median_abs_pct_error(calp, meas), explore::spearman(pred, meas),
-                    explore::spearman(calp, meas));
+        const explore::ModelError err = explore::model_error(per[i], c);
+        std::printf("%-28s %8d %9.1f%% %9.1f%% %10.3f %10.3f\n",
+                    fs::path(cal_dirs[i]).filename().c_str(), err.samples, 100 * err.mdape_before,
+                    100 * err.mdape_after, err.spearman_before, err.spearman_after);
       }
-      fusion::HardwareProfile p = fusion::load_profile(o.profile);
-      p.name += "-calibrated";
-      p.alpha_cache = c.alpha_cache;
-      p.alpha_conflict = c.alpha_conflict;
-      std::ofstream(cal_out) << fusion::profile_to_json(p);
+      std::ofstream(cal_out) << fusion::profile_to_json(
+          explore::calibrated_profile(fusion::load_profile(o.profile), c));
       std::printf("a_cache %.3f, a_conflict %.3f over %d samples -> %s\n", c.alpha_cache,
                   c.alpha_conflict, c.samples, cal_out.c_str());
       return 0;

@@ -19,11 +19,9 @@ namespace {
 
 // A stable 1-in-4 held-out split by the group's identity, so new data never reshuffles it.
 bool held_out_of(const std::string& graph, const std::vector<std::string>& nodes) {
-  uint64_t h = 1469598103934665603ull;
-  for (const auto& s : nodes) {
-    for (unsigned char c : graph + "/" + s) h = (h ^ c) * 1099511628211ull;
-  }
-  return (h >> 7) % 4 == 0;
+  std::string key;
+  for (const auto& s : nodes) key += graph + "/" + s;
+  return (stable_hash(key) >> 7) % 4 == 0;
 }
 
 std::string join(const std::vector<std::string>& v, char sep) {
