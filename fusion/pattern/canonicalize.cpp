@@ -238,45 +238,31 @@ class Rewriter {
   // Rebuilds the graph: the matched nodes go, `rep` takes the last one's place.
   void replace(const std::vector<size_t>& nodes, Node rep) {
     const std::set<size_t> gone(nodes.begin(), nodes.end());
-    const size_t last = nodes.back();
-    std::set<std::string> removed_outputs;
-    for (size_t i : nodes) {
-      for (const auto& o : g_.nodes()[i].outputs) removed_outputs.insert(o);
-    }
-    Graph h;
-    h.name = g_.name;
-    for (const auto& name : g_.tensor_names()) {
-      const Tensor& t = g_.tensor(name);
-      if (t.kind != graph::TensorKind::intermediate) h.add_tensor(t);
-    }
-    for (auto& t : added_) {
-      if (!h.has_tensor(t.name)) h.add_tensor(t);
-    }
-    added_.clear();
+    std::vector<Node> kept;  // topological order, `rep` where the match's last node was
     for (size_t i : g_.topo_order()) {
-      if (i == last) {
-        h.add_node(rep);
+      if (i == nodes.back()) {
+        kept.push_back(rep);
       } else if (!gone.count(i)) {
-        h.add_node(g_.nodes()[i]);
+        kept.push_back(g_.nodes()[i]);
       }
     }
-    for (const auto& o : g_.outputs()) h.mark_output(o);
-    h.validate();
     // Params only the removed nodes read (a GELU's 0.5, a LayerNorm's eps) are dropped.
     std::set<std::string> used;
-    for (const Node& n : h.nodes()) used.insert(n.inputs.begin(), n.inputs.end());
-    Graph k;
-    k.name = h.name;
-    for (const auto& name : h.tensor_names()) {
-      const Tensor& t = h.tensor(name);
-      if (t.kind == graph::TensorKind::intermediate) continue;
-      if (t.kind == graph::TensorKind::param && !used.count(name)) continue;
-      k.add_tensor(t);
-    }
-    for (size_t i : h.topo_order()) k.add_node(h.nodes()[i]);
-    for (const auto& o : h.outputs()) k.mark_output(o);
-    k.validate();
-    g_ = std::move(k);
+    for (const Node& n : kept) used.insert(n.inputs.begin(), n.inputs.end());
+    Graph h;
+    h.name = g_.name;
+    auto keep = [&](const Tensor& t) {
+      if (t.kind == graph::TensorKind::intermediate || h.has_tensor(t.name)) return;
+      if (t.kind == graph::TensorKind::param && !used.count(t.name)) return;
+      h.add_tensor(t);
+    };
+    for (const auto& name : g_.tensor_names()) keep(g_.tensor(name));
+    for (const auto& t : added_) keep(t);
+    added_.clear();
+    for (const Node& n : kept) h.add_node(n);
+    for (const auto& o : g_.outputs()) h.mark_output(o);
+    h.validate();
+    g_ = std::move(h);
   }
 
   Graph& g_;
