@@ -30,14 +30,27 @@ const std::vector<std::string>& group_feature_names() {
   return names;
 }
 
-std::vector<double> group_features(const graph::IndexedGraph& ig, const std::vector<size_t>& nodes,
-                                   const RooflineCostModel& analytic) {
-  const GroupEstimate e = analytic.RooflineCostModel::estimate(ig, nodes);
-  double unfused = 0;
+namespace {
+
+// The analytic model's view of a group: its estimate and its ops' time run one kernel each.
+struct Analytic {
+  GroupEstimate fused;
+  double unfused_s = 0;
+};
+
+Analytic analytic_view(const graph::IndexedGraph& ig, const std::vector<size_t>& nodes,
+                       const RooflineCostModel& analytic) {
+  Analytic a{analytic.RooflineCostModel::estimate(ig, nodes), 0};
+  for (size_t i : nodes) a.unfused_s += analytic.RooflineCostModel::estimate(ig, {i}).t_total_s;
+  return a;
+}
+
+std::vector<double> features_of(const graph::IndexedGraph& ig, const std::vector<size_t>& nodes,
+                                const Analytic& a) {
+  const GroupEstimate& e = a.fused;
   int kinds[6] = {0, 0, 0, 0, 0, 0};
   bool window = false, rowstat = false, transpose = false;
   for (size_t i : nodes) {
-    unfused += analytic.RooflineCostModel::estimate(ig, {i}).t_total_s;
     const FusionKind k = ig.kind(i);
     const int slot = k == FusionKind::elementwise               ? 0
                      : k == FusionKind::broadcast               ? 1
@@ -67,7 +80,14 @@ std::vector<double> group_features(const graph::IndexedGraph& ig, const std::vec
           transpose ? 1.0 : 0.0,
           e.recompute_factor,
           e.bound == Bound::memory ? 1.0 : 0.0,
-          std::log(std::max(1e-12, unfused) / std::max(1e-12, e.t_total_s))};
+          std::log(std::max(1e-12, a.unfused_s) / std::max(1e-12, e.t_total_s))};
+}
+
+}  // namespace
+
+std::vector<double> group_features(const graph::IndexedGraph& ig, const std::vector<size_t>& nodes,
+                                   const RooflineCostModel& analytic) {
+  return features_of(ig, nodes, analytic_view(ig, nodes, analytic));
 }
 
 double benefit_target(double t_unfused_s, double t_fused_s) {
@@ -224,11 +244,10 @@ Mlp mlp_from_json(const std::string& text, const std::string& source) {
 
 GroupEstimate LearnedCostModel::estimate(const graph::IndexedGraph& ig,
                                          const std::vector<size_t>& nodes) const {
-  GroupEstimate e = RooflineCostModel::estimate(ig, nodes);
-  if (nodes.size() < 2) return e;
-  double unfused = 0;
-  for (size_t i : nodes) unfused += RooflineCostModel::estimate(ig, {i}).t_total_s;
-  e.t_total_s = unfused / benefit_ratio(mlp_.forward(group_features(ig, nodes, *this)));
+  if (nodes.size() < 2) return RooflineCostModel::estimate(ig, nodes);
+  const Analytic a = analytic_view(ig, nodes, *this);  // once: the planner's hot path
+  GroupEstimate e = a.fused;
+  e.t_total_s = a.unfused_s / benefit_ratio(mlp_.forward(features_of(ig, nodes, a)));
   return e;
 }
 
