@@ -11,7 +11,6 @@
 // declaration order, then every graph output, each a halide_buffer_t in row-major order
 // (Halide dimension 0 is the tensor's last axis); names are the tensor names made C-safe.
 #include <fstream>
-#include <sstream>
 #include <thread>
 
 #include "Halide.h"
@@ -106,13 +105,9 @@ class GraphGenerator : public Generator<GraphGenerator> {
     const std::string user_plan = plan_in;
     fusion::FusionPlan plan;
     if (!user_plan.empty() && strat == "fused") {
-      std::ifstream in(user_plan);
-      _halide_user_assert(in.good()) << "opfuse graph generator: cannot read plan " << user_plan;
-      std::stringstream text;
-      text << in.rdbuf();
       try {
-        plan = fusion::plan_from_user_groups(
-            graph_, model, fusion::user_groups_from_plan_json(text.str(), user_plan));
+        plan = fusion::plan_from_user_groups(graph_, model,
+                                             fusion::user_groups_from_plan_file(user_plan));
       } catch (const std::exception& e) {
         _halide_user_error << "opfuse graph generator: " << e.what() << "\n";
       }

@@ -77,11 +77,7 @@ int main(int argc, char** argv) {
     if (plan_path.empty()) {
       plan = fusion::plan_fusion(g, model);
     } else {
-      std::ifstream in(plan_path);
-      if (!in) throw std::runtime_error(plan_path + ": cannot open");
-      const std::string text((std::istreambuf_iterator<char>(in)), {});
-      plan = fusion::plan_from_user_groups(g, model,
-                                           fusion::user_groups_from_plan_json(text, plan_path));
+      plan = fusion::plan_from_user_groups(g, model, fusion::user_groups_from_plan_file(plan_path));
     }
     graph::TensorMap in = graph::random_inputs(g, 1);
     for (const auto& spec : inputs) {

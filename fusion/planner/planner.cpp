@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -774,6 +776,13 @@ std::vector<UserGroup> user_groups_from_plan_json(const std::string& text,
     out.push_back(std::move(u));
   }
   return out;
+}
+
+std::vector<UserGroup> user_groups_from_plan_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw std::invalid_argument(path + ": cannot read the plan");
+  const std::string text((std::istreambuf_iterator<char>(in)), {});
+  return user_groups_from_plan_json(text, path);
 }
 
 }  // namespace opfuse::fusion

@@ -70,6 +70,8 @@ struct UserGroup {
 };
 std::vector<UserGroup> user_groups_from_plan_json(const std::string& text,
                                                   const std::string& source);
+// The same, read from a plan JSON file; std::invalid_argument names the file.
+std::vector<UserGroup> user_groups_from_plan_file(const std::string& path);
 
 // The plan for a user's partition, checked like the planner's own groups (every node once,
 // convex, acyclic between groups, no side effects, resources); std::invalid_argument names
