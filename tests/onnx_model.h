@@ -6,7 +6,19 @@
 #include <string>
 #include <vector>
 
+#include "fusion/graph/host_tensor.h"
+
 namespace opfuse::testing {
+
+// n weights uniform in [lo, hi], seeded: the values graph::param_values gives a param.
+inline std::vector<float> random_values(size_t n, float lo, float hi, uint64_t seed) {
+  graph::Tensor t;
+  t.name = "v" + std::to_string(seed);
+  t.kind = graph::TensorKind::param;
+  t.shape = {int64_t(n)};
+  t.init = {lo, hi};
+  return graph::param_values(t).data;
+}
 
 struct OnnxModel {
   onnx::ModelProto m;

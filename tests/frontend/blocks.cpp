@@ -9,21 +9,12 @@ namespace opfuse::testing {
 
 namespace {
 
-std::vector<float> values(size_t n, float lo, float hi, uint64_t seed) {
-  graph::Tensor t;
-  t.name = "w" + std::to_string(seed);
-  t.kind = graph::TensorKind::param;
-  t.shape = {int64_t(n)};
-  t.init = {lo, hi};
-  return graph::param_values(t).data;
-}
-
-uint64_t g_seed = 100;
+uint64_t g_seed = 100;  // the next weight's seed; reset per model, so a block's weights repeat
 void weight(OnnxModel& om, const std::string& name, const std::vector<int64_t>& dims,
             float scale = 0.3f) {
   size_t n = 1;
   for (int64_t d : dims) n *= size_t(d);
-  om.init(name, dims, values(n, -scale, scale, g_seed++));
+  om.init(name, dims, random_values(n, -scale, scale, g_seed++));
 }
 
 void conv(OnnxModel& om, const std::string& name, const std::string& x, const std::string& out,
@@ -55,8 +46,8 @@ void linear(OnnxModel& om, const std::string& name, const std::string& x, const 
 // nn.LayerNorm: LayerNormalization at opset 17, decomposed at opset 13.
 void layer_norm(OnnxModel& om, int opset, const std::string& name, const std::string& x,
                 const std::string& out, int64_t d) {
-  om.init(name + "_g", {d}, values(size_t(d), 0.5f, 1.5f, g_seed++));
-  om.init(name + "_b", {d}, values(size_t(d), -0.2f, 0.2f, g_seed++));
+  om.init(name + "_g", {d}, random_values(size_t(d), 0.5f, 1.5f, g_seed++));
+  om.init(name + "_b", {d}, random_values(size_t(d), -0.2f, 0.2f, g_seed++));
   if (opset >= 17) {
     auto* n = om.node("LayerNormalization", name, {x, name + "_g", name + "_b"}, out);
     OnnxModel::i(n, "axis", -1);
@@ -189,6 +180,7 @@ const std::vector<Block>& blocks() {
 
 std::string block_bytes(const Block& b, int opset, int64_t scale) {
   OnnxModel om(opset);
+  g_seed = 100;
   b.build(om, opset, scale);
   return om.bytes();
 }

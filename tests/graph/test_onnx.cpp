@@ -14,17 +14,9 @@
 
 using namespace opfuse::graph;
 using opfuse::testing::OnnxModel;
+using opfuse::testing::random_values;
 
 namespace {
-
-std::vector<float> values(size_t n, float lo, float hi, uint64_t seed) {
-  Tensor t;
-  t.name = "v" + std::to_string(seed);
-  t.kind = TensorKind::param;
-  t.shape = {int64_t(n)};
-  t.init = {lo, hi};
-  return param_values(t).data;
-}
 
 std::string floats_json(const std::vector<float>& v) {
   std::string s = "[";
@@ -39,9 +31,9 @@ std::string floats_json(const std::vector<float>& v) {
 }  // namespace
 
 TEST_CASE("an ONNX Conv-BN-Relu-MaxPool model imports to the JSON graph and computes the same") {
-  const auto w = values(4 * 3 * 3 * 3, -0.3f, 0.3f, 1), b = values(4, -0.1f, 0.1f, 2);
-  const auto gamma = values(4, 0.5f, 1.5f, 3), beta = values(4, -0.2f, 0.2f, 4);
-  const auto mean = values(4, -0.2f, 0.2f, 5), var = values(4, 0.5f, 1.5f, 6);
+  const auto w = random_values(4 * 3 * 3 * 3, -0.3f, 0.3f, 1), b = random_values(4, -0.1f, 0.1f, 2);
+  const auto gamma = random_values(4, 0.5f, 1.5f, 3), beta = random_values(4, -0.2f, 0.2f, 4);
+  const auto mean = random_values(4, -0.2f, 0.2f, 5), var = random_values(4, 0.5f, 1.5f, 6);
 
   OnnxModel om;
   om.input("x", {1, 3, 10, 10});
@@ -108,11 +100,12 @@ TEST_CASE("an ONNX Conv-BN-Relu-MaxPool model imports to the JSON graph and comp
 TEST_CASE("ONNX Gemm(transB), MatMul, Softmax, Reshape, Transpose, Concat, LayerNormalization") {
   OnnxModel om;
   om.input("x", {2, 6});
-  om.init("wt", {4, 6}, values(24, -0.5f, 0.5f, 7));  // [N, K]: nn.Linear's layout, transB = 1
-  om.init("bias", {4}, values(4, -0.1f, 0.1f, 8));
+  om.init("wt", {4, 6},
+          random_values(24, -0.5f, 0.5f, 7));  // [N, K]: nn.Linear's layout, transB = 1
+  om.init("bias", {4}, random_values(4, -0.1f, 0.1f, 8));
   om.init_ints("shape", {2, 2, 2});
-  om.init("scale", {2}, values(2, 0.5f, 1.5f, 9));
-  om.init("shift", {2}, values(2, -0.5f, 0.5f, 10));
+  om.init("scale", {2}, random_values(2, 0.5f, 1.5f, 9));
+  om.init("shift", {2}, random_values(2, -0.5f, 0.5f, 10));
   auto* gemm = om.node("Gemm", "gemm", {"x", "wt", "bias"}, "h");
   OnnxModel::i(gemm, "transB", 1);
   om.node("Reshape", "reshape", {"h", "shape"}, "h3");

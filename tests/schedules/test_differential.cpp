@@ -34,6 +34,18 @@ uint64_t env_or(const char* name, uint64_t fallback) {
 // ops; the graph tolerance holds with margin.
 constexpr reference::Tolerance kTolerance = reference::kGraphTolerance;
 
+// Runs `plan` through the JIT on `in` and checks every output against `want` (the reference
+// executor's outputs on `in`).
+void check_plan_matches(const graph::Graph& g, const fusion::FusionPlan& plan,
+                        const graph::TensorMap& in, const graph::TensorMap& want) {
+  const graph::TensorMap got = schedules::realize_with_plan(g, plan, in);
+  for (const auto& out : g.outputs()) {
+    CAPTURE(out);
+    const auto c = reference::compare(got.at(out).data, want.at(out).data, kTolerance);
+    CHECK_MESSAGE(c.ok(), c.summary());
+  }
+}
+
 }  // namespace
 
 TEST_CASE("random graphs: fused, unfused and random legal plans equal the reference") {
@@ -101,11 +113,7 @@ TEST_CASE("the emitter honours a user's plan: an edited cbr_pool plan computes t
   const fusion::FusionPlan plan = fusion::plan_from_user_groups(g, model, groups);
   REQUIRE(plan.groups.size() == 2);
   const graph::TensorMap in = graph::random_inputs(g, 2);
-  const graph::TensorMap got = schedules::realize_with_plan(g, plan, in);
-  const graph::TensorMap want = reference::run(g, in);
-  const auto c =
-      reference::compare(got.at(g.outputs()[0]).data, want.at(g.outputs()[0]).data, kTolerance);
-  CHECK_MESSAGE(c.ok(), c.summary());
+  check_plan_matches(g, plan, in, reference::run(g, in));
 }
 
 TEST_CASE("regression: an anchor feeding a materialized transpose in its group is materialized") {
@@ -120,11 +128,7 @@ TEST_CASE("regression: an anchor feeding a materialized transpose in its group i
   REQUIRE(plan.groups.size() == 1);
   REQUIRE_FALSE(plan.groups[0].intent.materialized.empty());
   const graph::TensorMap in = graph::random_inputs(g, 3);
-  const graph::TensorMap got = schedules::realize_with_plan(g, plan, in);
-  const graph::TensorMap want = reference::run(g, in);
-  const auto c =
-      reference::compare(got.at(g.outputs()[0]).data, want.at(g.outputs()[0]).data, kTolerance);
-  CHECK_MESSAGE(c.ok(), c.summary());
+  check_plan_matches(g, plan, in, reference::run(g, in));
 }
 
 TEST_CASE("every vector width the explorer tries computes the same") {
@@ -139,10 +143,6 @@ TEST_CASE("every vector width the explorer tries computes the same") {
     for (const auto& fg : base.groups) groups.push_back({fg.nodes, 0, lanes});
     const fusion::FusionPlan plan = fusion::plan_from_user_groups(g, model, groups);
     CHECK(plan.groups[0].intent.vector_lanes == lanes);
-    const graph::TensorMap got = schedules::realize_with_plan(g, plan, in);
-    for (const auto& out : g.outputs()) {
-      const auto c = reference::compare(got.at(out).data, want.at(out).data, kTolerance);
-      CHECK_MESSAGE(c.ok(), c.summary());
-    }
+    check_plan_matches(g, plan, in, want);
   }
 }
