@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <numeric>
 #include <optional>
 #include <set>
 
@@ -38,7 +39,8 @@ class Emitter {
     // Outputs not rooted by any group (a stored node that other groups also read) copy it.
     for (size_t i = 0; i < p_.outputs.size(); ++i) {
       if (!rooted_outputs_.count(int(i))) {
-        root_schedule(p_.outputs[i], ig_.graph().tensor(p_.graph->outputs()[i]).shape, 1.0);
+        root_schedule(p_.outputs[i], ig_.graph().tensor(p_.graph->outputs()[i]).shape, 1.0,
+                      TileRule());
       }
     }
   }
@@ -49,11 +51,22 @@ class Emitter {
   }
 
   // --- roots --------------------------------------------------------------------------
+  // What the tiles of a group's root must respect (Halide dim order, 0 = vectorised).
+  struct TileRule {
+    size_t min_dim = 1;    // tiles split this dim or an outer one: the dims inside it are whole
+    int64_t multiple = 1;  // a split of min_dim itself takes a multiple of this many
+    int64_t row_multiple = 1;  // points of the dims above 0 a tile holds: a multiple of this
+  };
+
   // Schedules a group root; returns the loop level at which its members are computed.
-  // `multiple`: tiles cover a multiple of this many rows of the fused outer dims, so that a
-  // register-blocked anchor inside always sees whole rows (its blocks never straddle a tile).
+  //
+  // Tiles are boxes: the dims inside the split dim whole, the split dim in pieces of F, the
+  // dims outside it one point per tile, fused with the pieces into the parallel loop. Members
+  // computed at the tile then get exact bounds; tiles of a fused (flattened) row range would
+  // not: Halide bounds y = (row / W) % H over a range of rows by all of [0, H), so every tile
+  // computed every member's whole tensor (a conv anchor 4x over on 2 cores).
   LoopLevel root_schedule(Func r, const graph::Shape& shape, double tile_fraction,
-                          int64_t multiple = 1, std::optional<LoopLevel>* row_level = nullptr) {
+                          const TileRule& rule, std::optional<LoopLevel>* row_level = nullptr) {
     std::vector<Var> args = r.args();
     const int k = int(args.size());
     std::vector<int64_t> ext(shape.rbegin(), shape.rend());  // Halide order
@@ -80,23 +93,35 @@ class Emitter {
       if (v > 1) r.vectorize(ti, v, TailStrategy::GuardWithIf);
       return LoopLevel(r, to);
     }
-    Var outer = args[k - 1];
-    int64_t outer_ext = ext[k - 1];
-    for (int i = k - 2; i >= 1; --i) {
-      Var f(r.name() + "_o" + std::to_string(i));
-      r.fuse(args[i], outer, f);
-      outer = f;
-      outer_ext *= ext[i];
-    }
+    int64_t outer_ext = 1;
+    for (int i = 1; i < k; ++i) outer_ext *= ext[i];
     // Tile rows from the cost model's working-set fraction, at least 2 tiles per core.
     int64_t rows = std::max<int64_t>(1, int64_t(std::floor(double(outer_ext) * tile_fraction)));
     rows =
         std::min<int64_t>(rows, std::max<int64_t>(1, (outer_ext + 2 * cores_ - 1) / (2 * cores_)));
-    rows = std::min(outer_ext, (rows + multiple - 1) / multiple * multiple);
-    r.split(outer, to, ti, int(rows), TailStrategy::GuardWithIf).parallel(to);
+    rows = std::min(outer_ext, (rows + rule.row_multiple - 1) / rule.row_multiple * rule.row_multiple);
+    // The split dim j: the innermost at or outside min_dim whose rows reach `rows`.
+    const size_t min_dim = std::min<size_t>(std::max<size_t>(rule.min_dim, 1), size_t(k - 1));
+    size_t j = 1;
+    int64_t inner = 1;  // rows of the whole dims inside j
+    while (j < size_t(k - 1) && (j < min_dim || inner * ext[j] < rows)) inner *= ext[j++];
+    int64_t factor = std::clamp<int64_t>((rows + inner - 1) / inner, 1, ext[j]);
+    if (j == min_dim && rule.multiple > 1) {
+      factor = std::min(ext[j], (factor + rule.multiple - 1) / rule.multiple * rule.multiple);
+    }
+    // ShiftInwards: every tile has F rows (the last one overlaps its neighbour), so a
+    // register-blocked anchor inside never sees fewer rows than its block.
+    r.split(args[j], to, ti, int(factor), TailStrategy::ShiftInwards);
+    Var par = to;
+    for (int d = int(j) + 1; d < k; ++d) {
+      Var f(r.name() + "_p" + std::to_string(d));
+      r.fuse(par, args[d], f);
+      par = f;
+    }
+    r.parallel(par);
     if (v > 1) r.vectorize(args[0], v, TailStrategy::GuardWithIf);
-    if (row_level && k > 2) *row_level = LoopLevel(r, ti);
-    return LoopLevel(r, to);
+    if (row_level && k > 2) *row_level = LoopLevel(r, j == 1 ? ti : args[1]);
+    return LoopLevel(r, par);
   }
 
   // --- members ------------------------------------------------------------------------
@@ -218,25 +243,32 @@ class Emitter {
     return graph::normalize_axis(n, graph::attr_int(n, "axis", -1), s.size()) == int(s.size()) - 1;
   }
 
-  // Rows of the root a tile must hold whole when the group holds a register-blocked anchor:
-  // W (and C for NCHW) for convs, a block of rows for matmuls, so that no block straddles a
-  // tile edge.
-  int64_t tile_multiple(const fusion::FusedGroup& g, const graph::Shape& root_shape) const {
+  // The tile rule of a group's root: a register-blocked anchor's blocks (4 rows of a matmul
+  // or an NHWC conv, 8 channels of an NCHW conv) never straddle a tile, so tiles split the
+  // block's row dim in multiples of the block, or an outer dim.
+  TileRule tile_rule(const fusion::FusedGroup& g, const graph::Shape& root_shape) const {
+    TileRule rule;
     // Row statistics (softmax, layer norm) are vectorised across rows: a tile holds at least
     // a vector of rows, or most lanes would be masked off.
-    int64_t m = !gpu_ && has_row_statistics(g) ? vec_ : 1;
+    if (!gpu_ && has_row_statistics(g)) rule.row_multiple = vec_;
+    const size_t rank = root_shape.size();
     for (const auto& name : g.nodes) {
-      if (!is_blocked_anchor(name) || root_shape.size() < 2) continue;
-      const graph::Node& n = ig_.node(index_.at(name));
-      const bool nchw = is_nchw_conv(n);
-      int64_t rows = root_shape[root_shape.size() - 2];
-      if (nchw && root_shape.size() >= 3) rows *= root_shape[root_shape.size() - 3];
-      // A matmul's row blocks only need tiles aligned to the block, which keeps row tiles
-      // (and so both cores) available when there is no batch dimension.
-      if (n.op != "conv2d" && rows % kBlockRows == 0) rows = kBlockRows;
-      m = std::max(m, rows);
+      if (!is_blocked_anchor(name) || rank < 2) continue;
+      const bool nchw = is_nchw_conv(ig_.node(index_.at(name)));
+      size_t ud = nchw ? 2 : 1;
+      int64_t block = nchw ? kBlockRows * kBlockVectors : kBlockRows;
+      if (ud >= rank || root_shape[rank - 1 - ud] < block) {  // no blocks: the dim is whole
+        ud = std::min(ud + 1, rank - 1);
+        block = 1;
+      }
+      if (ud > rule.min_dim) {
+        rule.min_dim = ud;
+        rule.multiple = block;
+      } else if (ud == rule.min_dim) {
+        rule.multiple = std::lcm(rule.multiple, block);
+      }
     }
-    return m;
+    return rule;
   }
 
   // The node computed at root on its own: an anchor through a wrapper, so that the anchor's
@@ -253,11 +285,10 @@ class Emitter {
     const graph::Shape& shape = tensor_of(ln.node).shape;
     std::optional<LoopLevel> row;
     LoopLevel at =
-        root_schedule(root, shape, g.intent.tile_fraction, tile_multiple(g, shape), &row);
-    // Row statistics (softmax, layer norm) under a root whose outer dims were fused: computed
-    // per row. At the tile, Halide bounds them by the whole fused range (every tile computed
-    // every row: 4x the work on the zoo's softmax); a row is also what fits in L1. Not with
-    // a register-blocked anchor, whose blocks span several rows.
+        root_schedule(root, shape, g.intent.tile_fraction, tile_rule(g, shape), &row);
+    // Row statistics (softmax, layer norm) of a root with several outer dims: computed per
+    // row, which is what fits in L1. Not with a register-blocked anchor, whose blocks span
+    // several rows.
     if (row && has_row_statistics(g) && !has_blocked_anchor(g)) at = *row;
     if (is_blocked_anchor(ln.node)) ln.output().compute_at(at);
     schedule_helpers(ln, at);
