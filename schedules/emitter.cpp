@@ -56,6 +56,7 @@ class Emitter {
     size_t min_dim = 1;    // tiles split this dim or an outer one: the dims inside it are whole
     int64_t multiple = 1;  // a split of min_dim itself takes a multiple of this many
     int64_t row_multiple = 1;  // points of the dims above 0 a tile holds: a multiple of this
+    std::set<size_t> whole;    // dims outside the split one that tiles still hold whole
   };
 
   // Schedules a group root; returns the loop level at which its members are computed.
@@ -100,20 +101,44 @@ class Emitter {
     rows =
         std::min<int64_t>(rows, std::max<int64_t>(1, (outer_ext + 2 * cores_ - 1) / (2 * cores_)));
     rows = std::min(outer_ext, (rows + rule.row_multiple - 1) / rule.row_multiple * rule.row_multiple);
-    // The split dim j: the innermost at or outside min_dim whose rows reach `rows`.
+    // The split dim j: the innermost at or outside min_dim, not held whole, whose rows reach
+    // `rows`. A tile holds the dims inside j, F rows of j and the whole dims outside j.
     const size_t min_dim = std::min<size_t>(std::max<size_t>(rule.min_dim, 1), size_t(k - 1));
+    auto whole = [&](size_t d) { return rule.whole.count(d) != 0; };
+    auto whole_outside = [&](size_t j) {
+      int64_t n = 1;
+      for (size_t d = j + 1; d < size_t(k); ++d) n *= whole(d) ? ext[d] : 1;
+      return n;
+    };
+    size_t last = size_t(k - 1);  // the outermost dim that may be split
+    while (last > 1 && whole(last)) --last;
     size_t j = 1;
-    int64_t inner = 1;  // rows of the whole dims inside j
-    while (j < size_t(k - 1) && (j < min_dim || inner * ext[j] < rows)) inner *= ext[j++];
-    int64_t factor = std::clamp<int64_t>((rows + inner - 1) / inner, 1, ext[j]);
+    int64_t inner = 1;  // rows of the dims inside j
+    while (j < last && (j < min_dim || whole(j) || inner * ext[j] * whole_outside(j) < rows)) {
+      inner *= ext[j++];
+    }
+    const int64_t held = inner * whole_outside(j);
+    int64_t factor = std::clamp<int64_t>((rows + held - 1) / held, 1, ext[j]);
     if (j == min_dim && rule.multiple > 1) {
       factor = std::min(ext[j], (factor + rule.multiple - 1) / rule.multiple * rule.multiple);
     }
     // ShiftInwards: every tile has F rows (the last one overlaps its neighbour), so a
     // register-blocked anchor inside never sees fewer rows than its block.
     r.split(args[j], to, ti, int(factor), TailStrategy::ShiftInwards);
+    std::vector<VarOrRVar> order(args.begin(), args.begin() + j);
+    order.push_back(ti);
+    for (size_t d = j + 1; d < size_t(k); ++d) {
+      if (whole(d)) order.push_back(args[d]);
+    }
+    order.push_back(to);
     Var par = to;
-    for (int d = int(j) + 1; d < k; ++d) {
+    for (size_t d = j + 1; d < size_t(k); ++d) {
+      if (whole(d)) continue;
+      order.push_back(args[d]);
+    }
+    r.reorder(order);
+    for (size_t d = j + 1; d < size_t(k); ++d) {
+      if (whole(d)) continue;
       Var f(r.name() + "_p" + std::to_string(d));
       r.fuse(par, args[d], f);
       par = f;
@@ -140,7 +165,8 @@ class Emitter {
   //
   //   for each block of N:                    matmul/linear: 2 column vectors x 4 rows
   //     acc[block] = init                     conv NHWC: 2 channel vectors x 4 pixels
-  //     for r (k, or ci/kw/kh):               conv NCHW: 1 pixel vector x 8 channels
+  //     for r (k, or ci/kw/kh):               conv NCHW: 1 pixel vector x 8 channels, or
+  //                                           2 x 4, 2 x 2 where 8 does not divide C
   //                                           (smaller where the tensor is smaller)
   //       acc[block] += a(r) * b(r)   <- 8 vector FMAs, one broadcast, two vector loads
   //     N[block] = acc[block]
@@ -157,10 +183,27 @@ class Emitter {
     // Block sizes that fit the extents: the block never needs a tail (ShiftInwards moves the
     // last block back), so the accumulator's region is a constant and LLVM keeps it in
     // registers.
-    const int vecs = nchw ? 1 : (ve >= int64_t(vec_) * kBlockVectors ? kBlockVectors : 1);
     const int vw = ve >= vec_ ? vec_ : 1;
-    const int rows_wanted = nchw ? kBlockRows * kBlockVectors : kBlockRows;
-    const int rows = ue >= rows_wanted ? rows_wanted : 1;
+    const bool two_vectors = ve >= int64_t(vec_) * kBlockVectors;
+    int vecs = two_vectors ? kBlockVectors : 1;
+    int rows = ue >= kBlockRows ? kBlockRows : 1;
+    if (nchw) {
+      // Channels x pixel vectors, 8 accumulators where the channels allow: a block that
+      // divides the channel count wastes nothing (12 channels in blocks of 8 compute 16).
+      const std::pair<int, int> shapes[] = {{8, 1}, {4, 2}, {2, 2}};  // (channels, vectors)
+      std::optional<std::pair<int, int>> pick;
+      for (const auto& [ch, nv] : shapes) {
+        if (ue % ch == 0 && (nv == 1 || two_vectors)) {
+          pick = std::make_pair(ch, nv);
+          break;
+        }
+      }
+      for (const auto& [ch, nv] : shapes) {
+        if (!pick && ue >= ch && (nv == 1 || two_vectors)) pick = std::make_pair(ch, nv);
+      }
+      rows = pick ? pick->first : 1;
+      vecs = pick ? pick->second : vecs;
+    }
     const int width = vw * vecs;
     Var o1("bo1"), i1("bi1"), v1("bv1"), i2("bi2"), o2("bo2"), q1("bq1");
     node_func.split(a[vd], o1, i1, width).split(i1, v1, i2, vw).split(a[ud], o2, q1, rows);
@@ -244,8 +287,8 @@ class Emitter {
   }
 
   // The tile rule of a group's root: a register-blocked anchor's blocks (4 rows of a matmul
-  // or an NHWC conv, 8 channels of an NCHW conv) never straddle a tile, so tiles split the
-  // block's row dim in multiples of the block, or an outer dim.
+  // or an NHWC conv, up to 8 channels of an NCHW conv) never straddle a tile, so tiles split
+  // the block's row dim in multiples of the block, or an outer dim, or hold it whole.
   TileRule tile_rule(const fusion::FusedGroup& g, const graph::Shape& root_shape) const {
     TileRule rule;
     // Row statistics (softmax, layer norm) are vectorised across rows: a tile holds at least
@@ -254,7 +297,14 @@ class Emitter {
     const size_t rank = root_shape.size();
     for (const auto& name : g.nodes) {
       if (!is_blocked_anchor(name) || rank < 2) continue;
-      const bool nchw = is_nchw_conv(ig_.node(index_.at(name)));
+      const graph::Node& n = ig_.node(index_.at(name));
+      const bool nchw = is_nchw_conv(n);
+      if (nchw && tensor_of(name).shape.size() == rank) {
+        // Blocks of an NCHW conv lie along C: tiles hold all channels and split H (or N),
+        // which also keeps a tile's input rows (all channels, F + halo rows) in cache.
+        rule.whole.insert(2);
+        continue;
+      }
       size_t ud = nchw ? 2 : 1;
       int64_t block = nchw ? kBlockRows * kBlockVectors : kBlockRows;
       if (ud >= rank || root_shape[rank - 1 - ud] < block) {  // no blocks: the dim is whole
