@@ -224,6 +224,11 @@ class Emitter {
       order.insert(order.end(), {r[0], r[2], r[1]});  // ci innermost: contiguous NHWC reads
     }
     acc.update().split(a[vd], p3, q3, vw).reorder(order).vectorize(q3).unroll(p3).unroll(a[ud]);
+    if (nchw && ig_.graph().tensor(n.inputs[1]).shape.back() <= 7) {
+      // The kernel-width loop is innermost and 1-7 long: unrolled, the block's FMAs are not
+      // cut into short trips of loop overhead.
+      acc.update().unroll(r[2]);
+    }
     if (n.op == "conv2d" && !nchw) {
       // Weights [Cout, Cin, KH, KW] stored with Cout innermost: one contiguous vector load per
       // (ci, kh, kw) instead of a gather.
