@@ -158,6 +158,48 @@ class Emitter {
     }
   }
 
+  // The register block of an anchor: `vectors` vectors of `lanes` along dim 0 (output
+  // channels, columns; W for NCHW) x `rows` along dim `ud` (pixels, rows; C for NCHW).
+  // Sizes fit the extents, so the block never needs a tail (ShiftInwards moves the last
+  // block back), the accumulator's region is a constant and LLVM keeps it in registers.
+  struct BlockShape {
+    size_t ud = 1;
+    int lanes = 1, vectors = 1, rows = 1;
+  };
+  BlockShape block_shape(const graph::Node& n) const {
+    const graph::Shape& shape = tensor_of(n.name).shape;
+    BlockShape b;
+    const bool nchw = is_nchw_conv(n);
+    b.ud = nchw ? 2 : 1;
+    if (shape.size() <= b.ud) return b;
+    const int64_t ve = shape.back(), ue = shape[shape.size() - 1 - b.ud];
+    // Fewer columns than a vector (an 8-channel NHWC conv on 16 lanes): the widest power of
+    // two that fits, not scalar code.
+    while (b.lanes * 2 <= std::min<int64_t>(ve, vec_)) b.lanes *= 2;
+    if (b.lanes < 4) b.lanes = 1;
+    const bool two_vectors = ve >= int64_t(b.lanes) * kBlockVectors && b.lanes > 1;
+    if (nchw) {
+      // Channels x pixel vectors, 8 accumulators where the channels allow: a block that
+      // divides the channel count wastes nothing (12 channels in blocks of 8 compute 16).
+      const std::pair<int, int> shapes[] = {{8, 1}, {4, 2}, {2, 2}};  // (channels, vectors)
+      std::optional<std::pair<int, int>> pick;
+      for (const auto& [ch, nv] : shapes) {
+        if (!pick && ue % ch == 0 && (nv == 1 || two_vectors)) pick = std::make_pair(ch, nv);
+      }
+      for (const auto& [ch, nv] : shapes) {
+        if (!pick && ue >= ch && (nv == 1 || two_vectors)) pick = std::make_pair(ch, nv);
+      }
+      b.rows = pick ? pick->first : 1;
+      b.vectors = pick ? pick->second : 1;
+      return b;
+    }
+    // 8 accumulators: 2 vectors x 4 rows, or 1 vector x 8 rows where the columns hold one.
+    b.vectors = two_vectors ? kBlockVectors : 1;
+    const int rows_wanted = kBlockRows * kBlockVectors / b.vectors;
+    b.rows = ue >= rows_wanted ? rows_wanted : (ue >= kBlockRows ? kBlockRows : 1);
+    return b;
+  }
+
   // Register blocking of an anchor (conv, matmul, linear). The node's Func N is computed in
   // blocks of 2 vectors x 4 rows (8 accumulator vectors: enough to cover a 4-cycle FMA
   // latency on 2 FMA pipes), and its accumulator is computed per block, so the accumulator is
@@ -165,6 +207,7 @@ class Emitter {
   //
   //   for each block of N:                    matmul/linear: 2 column vectors x 4 rows
   //     acc[block] = init                     conv NHWC: 2 channel vectors x 4 pixels
+  //                                           (1 x 8 where one vector holds the columns)
   //     for r (k, or ci/kw/kh):               conv NCHW: 1 pixel vector x 8 channels, or
   //                                           2 x 4, 2 x 2 where 8 does not divide C
   //                                           (smaller where the tensor is smaller)
@@ -172,38 +215,13 @@ class Emitter {
   //     N[block] = acc[block]
   void block_anchor(const graph::Node& n, Func node_func, Func acc) {
     if (gpu_) return;
-    const graph::Shape& shape = tensor_of(n.name).shape;
     std::vector<Var> a = node_func.args();
     std::vector<RVar> r = acc.rvars(0);
     const bool nchw = is_nchw_conv(n);
-    // The vector dim and the unrolled dim, and their extents.
-    const size_t vd = 0, ud = nchw ? 2 : 1;
+    const BlockShape bs = block_shape(n);
+    const size_t vd = 0, ud = bs.ud;
     if (a.size() <= ud) return;
-    const int64_t ve = shape[shape.size() - 1 - vd], ue = shape[shape.size() - 1 - ud];
-    // Block sizes that fit the extents: the block never needs a tail (ShiftInwards moves the
-    // last block back), so the accumulator's region is a constant and LLVM keeps it in
-    // registers.
-    const int vw = ve >= vec_ ? vec_ : 1;
-    const bool two_vectors = ve >= int64_t(vec_) * kBlockVectors;
-    int vecs = two_vectors ? kBlockVectors : 1;
-    int rows = ue >= kBlockRows ? kBlockRows : 1;
-    if (nchw) {
-      // Channels x pixel vectors, 8 accumulators where the channels allow: a block that
-      // divides the channel count wastes nothing (12 channels in blocks of 8 compute 16).
-      const std::pair<int, int> shapes[] = {{8, 1}, {4, 2}, {2, 2}};  // (channels, vectors)
-      std::optional<std::pair<int, int>> pick;
-      for (const auto& [ch, nv] : shapes) {
-        if (ue % ch == 0 && (nv == 1 || two_vectors)) {
-          pick = std::make_pair(ch, nv);
-          break;
-        }
-      }
-      for (const auto& [ch, nv] : shapes) {
-        if (!pick && ue >= ch && (nv == 1 || two_vectors)) pick = std::make_pair(ch, nv);
-      }
-      rows = pick ? pick->first : 1;
-      vecs = pick ? pick->second : vecs;
-    }
+    const int vw = bs.lanes, vecs = bs.vectors, rows = bs.rows;
     const int width = vw * vecs;
     Var o1("bo1"), i1("bi1"), v1("bv1"), i2("bi2"), o2("bo2"), q1("bq1");
     node_func.split(a[vd], o1, i1, width).split(i1, v1, i2, vw).split(a[ud], o2, q1, rows);
@@ -310,8 +328,9 @@ class Emitter {
         rule.whole.insert(2);
         continue;
       }
-      size_t ud = nchw ? 2 : 1;
-      int64_t block = nchw ? kBlockRows * kBlockVectors : kBlockRows;
+      const BlockShape bs = block_shape(n);
+      size_t ud = bs.ud;
+      int64_t block = bs.rows;
       if (ud >= rank || root_shape[rank - 1 - ud] < block) {  // no blocks: the dim is whole
         ud = std::min(ud + 1, rank - 1);
         block = 1;
