@@ -85,14 +85,15 @@ class Emitter {
     }
     int v = vec_;
     while (v > 1 && v > ext[0]) v /= 2;
-    Var to(r.name() + "_tile"), ti(r.name() + "_ti");
+    // Loop names are the same in every root: compute_with matches a sibling's loops by name.
+    Var to("tile"), ti("ti");
     if (k == 1) {
       const int64_t chunk =
           std::max<int64_t>(v, std::min<int64_t>(int64_t(std::ceil(double(ext[0]) * tile_fraction)),
                                                  (ext[0] + 2 * cores_ - 1) / (2 * cores_)));
-      r.split(args[0], to, ti, int(chunk), TailStrategy::GuardWithIf).parallel(to);
+      r.split(args[0], to, ti, int(chunk), TailStrategy::GuardWithIf);
       if (v > 1) r.vectorize(ti, v, TailStrategy::GuardWithIf);
-      return LoopLevel(r, to);
+      return tile_level(r, to);
     }
     int64_t outer_ext = 1;
     for (int i = 1; i < k; ++i) outer_ext *= ext[i];
@@ -139,14 +140,24 @@ class Emitter {
     r.reorder(order);
     for (size_t d = j + 1; d < size_t(k); ++d) {
       if (whole(d)) continue;
-      Var f(r.name() + "_p" + std::to_string(d));
+      Var f("tile_p" + std::to_string(d));
       r.fuse(par, args[d], f);
       par = f;
     }
-    r.parallel(par);
     if (v > 1) r.vectorize(args[0], v, TailStrategy::GuardWithIf);
     if (row_level && k > 2) *row_level = LoopLevel(r, j == 1 ? ti : args[1]);
-    return LoopLevel(r, par);
+    return tile_level(r, par);
+  }
+
+  // The parallel loop over tiles `par` becomes "tiles" around a loop of one trip,
+  // "in_tile", where the tile's members are computed. The extra level serves horizontal
+  // siblings fused into one loop (compute_with at "tiles"): Halide bounds producers computed
+  // at a fused loop by a sibling's whole extent, but its own inner loop by its tile.
+  LoopLevel tile_level(Func r, Var par) {
+    Var tiles("tiles"), in_tile("in_tile");
+    r.split(par, tiles, in_tile, 1).parallel(tiles);
+    tile_var_ = tiles;
+    return LoopLevel(r, in_tile);
   }
 
   // --- members ------------------------------------------------------------------------
@@ -355,11 +366,21 @@ class Emitter {
 
   // Tiles `root` (which computes node ln's values), puts a blocked anchor and the node's
   // helpers in its tiles, and returns the tile level for the group's other members.
-  LoopLevel schedule_root(const ops::LoweredNode& ln, const fusion::FusedGroup& g, Func root) {
+  //
+  // `sibling`: a root of the same horizontal group, of the same shape, already tiled (its
+  // Func and tile var). This root's tile loop is fused into the sibling's (compute_with), so
+  // both read their shared input tile while it is in cache; members of this root are then
+  // computed at the sibling's tile, the fused loop's "parent" in Halide's terms.
+  LoopLevel schedule_root(const ops::LoweredNode& ln, const fusion::FusedGroup& g, Func root,
+                          const std::optional<std::pair<Func, Var>>& sibling = std::nullopt) {
     const graph::Shape& shape = tensor_of(ln.node).shape;
     std::optional<LoopLevel> row;
     LoopLevel at =
         root_schedule(root, shape, g.intent.tile_fraction, tile_rule(g, shape), &row);
+    if (sibling) {
+      root.compute_with(sibling->first, sibling->second);
+      row.reset();
+    }
     // Row statistics (softmax, layer norm) of a root with several outer dims: computed per
     // row, which is what fits in L1. Not with a register-blocked anchor, whose blocks span
     // several rows.
@@ -374,6 +395,7 @@ class Emitter {
     const std::set<std::string> members(g.nodes.begin(), g.nodes.end());
     const std::set<std::string> stored(g.intent.stored.begin(), g.intent.stored.end());
     std::map<std::string, LoopLevel> level;  // root node -> its tile level
+    std::vector<std::pair<std::string, std::pair<Func, Var>>> horizontal_roots;  // (Func, tile)
 
     // Step 1: roots, one per stored node.
     for (const auto& name : g.nodes) {
@@ -392,7 +414,20 @@ class Emitter {
       } else {
         root = own_root(ln);
       }
-      level.emplace(name, schedule_root(ln, g, root));
+      // Siblings of a horizontal group share one loop nest where their shapes (and so their
+      // tiles) agree and neither reads the other. CPU only: on a GPU each root is a kernel.
+      std::optional<std::pair<Func, Var>> sibling;
+      if (g.kind == fusion::GroupKind::horizontal && !gpu_) {
+        for (const auto& [other, tiled] : horizontal_roots) {
+          if (tensor_of(other).shape == t.shape && !reaches_any(other, members, {name}) &&
+              !reaches_any(name, members, {other})) {
+            sibling = tiled;
+            break;
+          }
+        }
+      }
+      level.emplace(name, schedule_root(ln, g, root, sibling));
+      if (!sibling) horizontal_roots.emplace_back(name, std::make_pair(root, tile_var_));
     }
 
     // Step 2: members, at the tile of the one root that reads them (or materialised when
@@ -522,6 +557,7 @@ class Emitter {
   graph::IndexedGraph ig_;
   bool gpu_;
   int vec_ = 8, natural_vec_ = 8, cores_ = 2;  // vec_: the group being scheduled's width
+  Var tile_var_;  // the parallel tile loop of the root root_schedule last tiled (CPU)
   std::map<std::string, const ops::LoweredNode*> lowered_;
   std::map<std::string, int> output_of_;
   std::map<std::string, size_t> index_;

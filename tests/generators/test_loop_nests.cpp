@@ -2,8 +2,9 @@
 // (Halide's .stmt output of the AOT build) has the plan's inlined members nowhere, its
 // compute_at members inside their root's parallel tile loop, each tile computing a part of
 // the member (not all of it: tiles whose bounds Halide cannot narrow recompute the whole
-// tensor in every tile), its materialised members once outside the tile loops, and its stored
-// nodes produced; the unfused build materialises every node.
+// tensor in every tile), its materialised members once outside the tile loops, its stored
+// nodes produced, and a horizontal group's siblings in one tile loop; the unfused build
+// materialises every node.
 #include <doctest/doctest.h>
 
 #include <array>
@@ -17,6 +18,19 @@
 #include "fusion/graph/json_io.h"
 
 namespace {
+
+// Names of the parallel tile bodies ("internal func <pipeline>_par_for_<loop> (").
+std::vector<std::string> tile_bodies(const std::string& path) {
+  std::ifstream in(path);
+  std::vector<std::string> out;
+  for (std::string line; std::getline(in, line);) {
+    const size_t at = line.find("_par_for_");
+    if (line.rfind("internal func ", 0) == 0 && at != std::string::npos) {
+      out.push_back(line.substr(at, line.find(' ', at) - at));
+    }
+  }
+  return out;
+}
 
 // name -> elements of `allocate name[type * e0 * e1 ...]` inside a parallel tile body.
 std::map<std::string, int64_t> tile_allocations(const std::string& path) {
@@ -97,11 +111,12 @@ std::vector<std::array<std::string, 3>> entries() {
 }  // namespace
 
 TEST_CASE("each zoo model's host loop nest follows its plan") {
-  int checked = 0, partial_tiles = 0;
+  int checked = 0, partial_tiles = 0, horizontal = 0;
   for (const auto& [model, strategy, stmt] : entries()) {
     INFO(model << " " << strategy);
     const auto produces = parse_stmt(stmt);
     const auto allocations = tile_allocations(stmt);
+    const auto bodies = tile_bodies(stmt);
     const std::string plan_path =
         stmt.substr(0, stmt.size() - 5) + ".plan.json";  // X.stmt -> X.plan.json
     std::ifstream pin(plan_path);
@@ -112,6 +127,18 @@ TEST_CASE("each zoo model's host loop nest follows its plan") {
     std::set<std::string> outputs(g.outputs().begin(), g.outputs().end());
     for (const auto& group : plan["groups"]) {
       const auto& sched = group["schedule"];
+      if (group["kind"] == "horizontal") {
+        // Siblings share one loop nest (compute_with): one tile body, named after the first.
+        int own_bodies = 0;
+        for (const std::string s : sched["store"]) {
+          for (const auto& b : bodies) {
+            own_bodies += b.rfind("_par_for_" + s + "_", 0) == 0 ||
+                          b.rfind("_par_for_" + s + "_out_", 0) == 0;
+          }
+        }
+        CHECK_MESSAGE(own_bodies == 1, "horizontal siblings in " << own_bodies << " tile loops");
+        ++horizontal;
+      }
       std::set<std::string> roots;
       for (const std::string s : sched["store"]) {
         // A stored graph output is computed directly into its pipeline output "<name>_out".
@@ -169,4 +196,5 @@ TEST_CASE("each zoo model's host loop nest follows its plan") {
   }
   CHECK(checked == 22);
   CHECK(partial_tiles >= 10);  // conv, matmul, row-statistics members of the zoo
+  CHECK(horizontal >= 2);      // attention's QKV, mixed's two pools
 }
