@@ -57,6 +57,7 @@ class Emitter {
     int64_t multiple = 1;  // a split of min_dim itself takes a multiple of this many
     int64_t row_multiple = 1;  // points of the dims above 0 a tile holds: a multiple of this
     std::set<size_t> whole;    // dims outside the split one that tiles still hold whole
+    bool chunk_columns = true;  // with too few rows for the cores, tiles may split dim 0
   };
 
   // Schedules a group root; returns the loop level at which its members are computed.
@@ -97,6 +98,18 @@ class Emitter {
     }
     int64_t outer_ext = 1;
     for (int i = 1; i < k; ++i) outer_ext *= ext[i];
+    if (outer_ext < 2 * cores_ && rule.chunk_columns && ext[0] >= int64_t(2 * cores_) * v) {
+      // Too few rows for the cores ([1, 49152] after a flatten): tiles are chunks of dim 0,
+      // each holding the few rows whole.
+      const int64_t chunk = (ext[0] / (2 * cores_) + v - 1) / v * v;
+      r.split(args[0], to, ti, int(chunk), TailStrategy::GuardWithIf);
+      std::vector<VarOrRVar> order{ti};
+      order.insert(order.end(), args.begin() + 1, args.end());
+      order.push_back(to);
+      r.reorder(order);
+      if (v > 1) r.vectorize(ti, v, TailStrategy::GuardWithIf);
+      return tile_level(r, to);
+    }
     // Tile rows from the cost model's working-set fraction, at least 2 tiles per core.
     int64_t rows = std::max<int64_t>(1, int64_t(std::floor(double(outer_ext) * tile_fraction)));
     rows =
@@ -233,6 +246,14 @@ class Emitter {
     const size_t vd = 0, ud = bs.ud;
     if (a.size() <= ud) return;
     const int vw = bs.lanes, vecs = bs.vectors, rows = bs.rows;
+    if (n.op == "conv2d" && root_rank_ != tensor_of(n.name).shape.size()) {
+      // Under a root of another rank (a flatten), a tile's region of the conv comes through
+      // divisions and modulos of the root's index: its block dims are computed whole, so no
+      // block is ever cut short (and reads past the input's edge).
+      const graph::Shape& shape = tensor_of(n.name).shape;
+      node_func.bound(a[vd], 0, int(shape[shape.size() - 1 - vd]))
+          .bound(a[ud], 0, int(shape[shape.size() - 1 - ud]));
+    }
     const int width = vw * vecs;
     Var o1("bo1"), i1("bi1"), v1("bv1"), i2("bi2"), o2("bo2"), q1("bq1");
     node_func.split(a[vd], o1, i1, width).split(i1, v1, i2, vw).split(a[ud], o2, q1, rows);
@@ -333,6 +354,10 @@ class Emitter {
       if (!is_blocked_anchor(name) || rank < 2) continue;
       const graph::Node& n = ig_.node(index_.at(name));
       const bool nchw = is_nchw_conv(n);
+      // A conv of another rank than the root (a flatten after it) computes its block dims
+      // whole in every tile (see block_anchor), so chunks of the root's dim 0 are safe.
+      rule.chunk_columns =
+          rule.chunk_columns && n.op == "conv2d" && tensor_of(name).shape.size() != rank;
       if (nchw && tensor_of(name).shape.size() == rank) {
         // Blocks of an NCHW conv lie along C: tiles hold all channels and split H (or N),
         // which also keeps a tile's input rows (all channels, F + halo rows) in cache.
@@ -381,6 +406,7 @@ class Emitter {
       root.compute_with(sibling->first, sibling->second);
       row.reset();
     }
+    root_rank_ = shape.size();
     // Row statistics (softmax, layer norm) of a root with several outer dims: computed per
     // row, which is what fits in L1. Not with a register-blocked anchor, whose blocks span
     // several rows.
@@ -453,6 +479,7 @@ class Emitter {
         continue;
       }
       const LoopLevel& at = level.at(roots[0]);
+      root_rank_ = tensor_of(roots[0]).shape.size();
       if (inlined) {
         ln.output().compute_inline();
       } else {
@@ -558,6 +585,7 @@ class Emitter {
   bool gpu_;
   int vec_ = 8, natural_vec_ = 8, cores_ = 2;  // vec_: the group being scheduled's width
   Var tile_var_;  // the parallel tile loop of the root root_schedule last tiled (CPU)
+  size_t root_rank_ = 0;  // rank of the root whose tile the member being scheduled is in
   std::map<std::string, const ops::LoweredNode*> lowered_;
   std::map<std::string, int> output_of_;
   std::map<std::string, size_t> index_;

@@ -146,3 +146,31 @@ TEST_CASE("every vector width the explorer tries computes the same") {
     check_plan_matches(g, plan, in, want);
   }
 }
+
+TEST_CASE("NCHW convs of 12 and 6 channels under a flatten: tiles in chunks of the flat dim") {
+  // A detection head's box and class convs: channel blocks that divide C (4 x 2 vectors,
+  // 2 x 2), and roots of rank 2 with one row, whose tiles are chunks of the flat dim. A
+  // flatten straight after the conv (no transpose) puts a chunk's edge inside a channel; the
+  // conv then computes its channels whole in every tile, so no block reads a weight past the
+  // end (which an AOT build asserts against; this JIT test checks the values).
+  for (const bool transposed : {true, false}) {
+    CAPTURE(transposed);
+    graph::GraphBuilder b("head");
+    auto x = b.input("x", {1, 16, 24, 24}, graph::Layout::NCHW);
+    auto box = b.conv2d(x, b.param("wb", {12, 16, 1, 1}));
+    auto cls = b.sigmoid(b.conv2d(x, b.param("wc", {6, 16, 1, 1})));
+    auto flat_in = transposed ? b.transpose(box, {0, 2, 3, 1}) : box;
+    b.output(b.reshape(flat_in, {1, -1}));
+    b.output(cls);
+    const graph::Graph g = b.build();
+    const fusion::RooflineCostModel model(fusion::builtin_profile("epyc-avx512-2c"));
+    std::vector<fusion::UserGroup> groups(2);
+    groups[0].nodes = {"conv2d_0", "reshape_0"};
+    if (transposed) groups[0].nodes.insert(groups[0].nodes.begin() + 1, "transpose_0");
+    groups[1].nodes = {"conv2d_1", "sigmoid_0"};
+    const fusion::FusionPlan plan = fusion::plan_from_user_groups(g, model, groups);
+    REQUIRE(plan.groups.size() == 2);
+    const graph::TensorMap in = graph::random_inputs(g, 5);
+    check_plan_matches(g, plan, in, reference::run(g, in));
+  }
+}
