@@ -28,9 +28,9 @@ std::optional<VendorBaseline> openblas(const std::string& model, ZooCase& c) {
     const int M = int(xs[0]), D = int(xs[1]), H = int(c.graph.tensor("w1").shape[1]);
     auto h = std::make_shared<std::vector<float>>(size_t(M) * H);
     return VendorBaseline{"OpenBLAS", [&c, h, M, D, H] {
-                            sgemm(M, H, D, c.inputs["x"].data.data(), c.params["w1"].data.data(),
+                            sgemm(M, H, D, c.in("x"), c.in("w1"),
                                   h->data());
-                            const float* b = c.params["b1"].data.data();
+                            const float* b = c.in("b1");
                             for (int i = 0; i < M; ++i) {
                               float* row = h->data() + size_t(i) * H;
                               for (int j = 0; j < H; ++j) {
@@ -38,7 +38,7 @@ std::optional<VendorBaseline> openblas(const std::string& model, ZooCase& c) {
                                 row[j] = 0.5f * t * (1.0f + std::erf(t * float(M_SQRT1_2)));
                               }
                             }
-                            sgemm(M, D, H, h->data(), c.params["w2"].data.data(),
+                            sgemm(M, D, H, h->data(), c.in("w2"),
                                   c.outputs.begin()->second.data.data());
                           }};
   }
@@ -54,10 +54,10 @@ std::optional<VendorBaseline> openblas(const std::string& model, ZooCase& c) {
       if (p.rfind("attn_scale", 0) == 0) scale_name = p;
     }
     return VendorBaseline{"OpenBLAS", [&c, q, k, v, s, B, L, D, scale_name] {
-                            const float* x = c.inputs["x"].data.data();
-                            sgemm(B * L, D, D, x, c.params["wq"].data.data(), q->data());
-                            sgemm(B * L, D, D, x, c.params["wk"].data.data(), k->data());
-                            sgemm(B * L, D, D, x, c.params["wv"].data.data(), v->data());
+                            const float* x = c.in("x");
+                            sgemm(B * L, D, D, x, c.in("wq"), q->data());
+                            sgemm(B * L, D, D, x, c.in("wk"), k->data());
+                            sgemm(B * L, D, D, x, c.in("wv"), v->data());
                             const float scale = c.params[scale_name].data[0];
                             float* out = c.outputs.begin()->second.data.data();
                             for (int b = 0; b < B; ++b) {
@@ -132,7 +132,7 @@ std::optional<VendorBaseline> onednn(const std::string& model, ZooCase& c) {
   memory w_mem(conv_pd.weights_desc(), net->eng);
   reorder(w_user, w_mem).execute(net->strm, w_user, w_mem);
   memory b_mem(b_md, net->eng, net->b_folded.data());
-  memory src_mem(src_md, net->eng, c.inputs["x"].data.data());
+  memory src_mem(src_md, net->eng, const_cast<float*>(c.in("x")));  // read only
   memory conv_dst(conv_pd.dst_desc(), net->eng);
   net->steps.push_back({convolution_forward(conv_pd),
                         {{DNNL_ARG_SRC, src_mem},

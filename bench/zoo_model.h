@@ -3,6 +3,8 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -21,6 +23,11 @@ struct ModelTensors {
   graph::Graph graph;
   graph::TensorMap inputs, params, outputs;
   std::vector<runtime::Tensor> ins, outs;
+  // What `ins` points at: page-aligned copies of inputs and params (outputs are written to
+  // `outputs` directly, where vendor baselines and the checks read them).
+  std::vector<std::unique_ptr<float, void (*)(void*)>> aligned_copies;
+  std::map<std::string, const float*> in_data;  // input or param name -> its aligned copy
+  const float* in(const std::string& name) const { return in_data.at(name); }
 
   ModelTensors(const std::string& models_dir, const std::string& model, uint64_t seed);
   ModelTensors(const ModelTensors&) = delete;

@@ -539,6 +539,20 @@ class Planner {
     return GroupKind::vertical;
   }
 
+  // Softmax and layer norm read only elementwise consumers in the group: their output is an
+  // elementwise function of the input and the row statistics (max and sum, mean and
+  // variance), so it inlines into those consumers while the statistics are computed at
+  // their tile. Stored, the normalised rows made a tile-sized intermediate written and read
+  // again (layernorm's 393 KB per tile).
+  bool row_statistics_inline(size_t n, const std::unordered_set<size_t>& set) const {
+    const std::string& op = ig_.node(n).op;
+    if (op != "softmax" && op != "layer_norm") return false;
+    for (size_t c : ig_.consumers(ig_.node(n).outputs[0])) {
+      if (!set.count(c) || ig_.kind(c) != graph::FusionKind::elementwise) return false;
+    }
+    return true;
+  }
+
   ScheduleIntent intent_of(const std::vector<size_t>& nodes, const GroupEstimate& e) const {
     ScheduleIntent in;
     std::unordered_set<size_t> set(nodes.begin(), nodes.end());
@@ -566,7 +580,7 @@ class Planner {
         // the anchor's vector loads into gathers.
         in.materialized.push_back(ig_.node(n).name);
       } else if (k == graph::FusionKind::elementwise || k == graph::FusionKind::broadcast ||
-                 k == graph::FusionKind::injective) {
+                 k == graph::FusionKind::injective || row_statistics_inline(n, set)) {
         in.inlined.push_back(ig_.node(n).name);
       } else {
         in.compute_at.push_back(ig_.node(n).name);

@@ -195,6 +195,6 @@ TEST_CASE("each zoo model's host loop nest follows its plan") {
     ++checked;
   }
   CHECK(checked == 22);
-  CHECK(partial_tiles >= 10);  // conv, matmul, row-statistics members of the zoo
+  CHECK(partial_tiles >= 9);   // the zoo's conv, matmul and softmax members
   CHECK(horizontal >= 2);      // attention's QKV, mixed's two pools
 }
