@@ -10,8 +10,9 @@
 
 namespace opfuse::bench {
 
-ModelTensors::ModelTensors(const std::string& models_dir, const std::string& model, uint64_t seed)
-    : graph(graph::load_graph_json(models_dir + "/cpu/" + model + ".json")) {
+ModelTensors::ModelTensors(const std::string& models_dir, const std::string& model, uint64_t seed,
+                           const std::string& size)
+    : graph(graph::load_graph_json(models_dir + "/" + size + "/" + model + ".json")) {
   inputs = graph::random_inputs(graph, seed);
   params = graph::param_values(graph);
   // Inputs and weights are read from page-aligned copies, so every strategy, every run and

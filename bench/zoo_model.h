@@ -15,7 +15,7 @@
 
 namespace opfuse::bench {
 
-// A zoo model's graph (models_dir/cpu/<model>.json) with random inputs (from `seed`), its
+// A zoo model's graph (models_dir/<size>/<model>.json, size "cpu" or "gpu") with random inputs (from `seed`), its
 // params and zeroed outputs in memory, and the runtime tensors over them, in a generated
 // kernel's argument order (inputs, then params; outputs). Not copyable: the tensors point
 // into the maps.
@@ -29,7 +29,8 @@ struct ModelTensors {
   std::map<std::string, const float*> in_data;  // input or param name -> its aligned copy
   const float* in(const std::string& name) const { return in_data.at(name); }
 
-  ModelTensors(const std::string& models_dir, const std::string& model, uint64_t seed);
+  ModelTensors(const std::string& models_dir, const std::string& model, uint64_t seed,
+               const std::string& size = "cpu");
   ModelTensors(const ModelTensors&) = delete;
   ModelTensors& operator=(const ModelTensors&) = delete;
 };

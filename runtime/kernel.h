@@ -64,6 +64,9 @@ class Kernel {
   const std::vector<ArgInfo>& outputs() const { return outputs_; }
 
   void run(const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs) const;
+  // The generated function itself (halide_buffer_t* per argument, in the order above), for
+  // callers that keep buffers on the device between calls (bench/gpu).
+  ArgvFunction entry() const { return fn_; }
 
  private:
   std::string model_, strategy_, target_;
