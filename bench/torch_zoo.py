@@ -52,6 +52,15 @@ class Model:
             t = torch.rand(p["shape"], generator=gen) * (hi - lo) + lo
             self.params[p["name"]] = t.to(device)
         self.inputs = [torch.rand(i["shape"], generator=gen).to(device) for i in graph["inputs"]]
+        last_use = {}
+        for k, n in enumerate(graph["nodes"]):
+            for a in n["inputs"]:
+                last_use[a] = k
+        keep = set(graph["outputs"]) | set(self.params) | {i["name"] for i in graph["inputs"]}
+        self.dead_after = [[] for _ in graph["nodes"]]
+        for a, k in last_use.items():
+            if a not in keep:
+                self.dead_after[k].append(a)
         # Layout of every tensor: inputs declare it; an op's output keeps its first input's.
         self.layout = {i["name"]: i.get("layout", "none") for i in graph["inputs"]}
         for n in graph["nodes"]:
@@ -61,8 +70,12 @@ class Model:
         env = dict(self.params)
         for i, x in zip(self.g["inputs"], inputs):
             env[i["name"]] = x
-        for n in self.g["nodes"]:
+        for k, n in enumerate(self.g["nodes"]):
             env[n["name"]] = self.op(n, [env[a] for a in n["inputs"]])
+            # Intermediates die after their last reader, as in a module's forward: kept to
+            # the end, each call would fault in fresh pages for all of them.
+            for a in self.dead_after[k]:
+                del env[a]
         return [env[o] for o in self.g["outputs"]]
 
     def op(self, n, a):
@@ -140,13 +153,17 @@ def main():
     ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     ap.add_argument("--seconds", type=float, default=1.0, help="timing budget per model")
     ap.add_argument("--no-compile", action="store_true", help="eager only")
+    ap.add_argument("--model", help="only this model (its graph file's name)")
     ap.add_argument("--out", default="torch_zoo.json")
     o = ap.parse_args()
     if o.device == "cuda" and not torch.cuda.is_available():
         raise SystemExit("torch_zoo: --device cuda, but PyTorch sees no CUDA device")
     size = os.path.basename(os.path.normpath(o.models))
     results = []
-    for path in sorted(glob.glob(os.path.join(o.models, "*.json"))):
+    paths = sorted(glob.glob(os.path.join(o.models, "*.json")))
+    if o.model:
+        paths = [p for p in paths if os.path.basename(p) == o.model + ".json"]
+    for path in paths:
         with open(path) as f:
             graph = json.load(f)
         m = Model(graph, o.device)

@@ -7,6 +7,7 @@
 //   opfuse explore ...          measured schedule exploration (runs opfuse-explore)
 //   opfuse compile MODEL        a fused library, its header and its plan, AOT (the generator)
 //   opfuse run MODEL            the fused plan through the JIT, for a quick check (opfuse-run)
+#include <cstdlib>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -53,6 +54,11 @@ int main(int argc, char** argv) {
       "the zoo: plan, check against the reference, and time fused vs unfused vs autoschedulers");
   demo_cmd->add_option("--out", demo.out_dir, "report folder");
   demo_cmd->add_option("--model", demo.only, "only this zoo model");
+  // PyTorch rows come from the project venv (tools/setup.sh exports OPFUSE_VENV) when it has
+  // torch (OPFUSE_WITH_TORCH=1).
+  if (const char* venv = std::getenv("OPFUSE_VENV")) demo.python = std::string(venv) + "/bin/python";
+  demo_cmd->add_option("--python", demo.python,
+                       "a Python with PyTorch, for the eager and torch.compile rows");
   demo_cmd->add_option("--seconds", demo.seconds_per_kernel, "timing budget per kernel")
       ->check(CLI::Range(0.01, 60.0));
 

@@ -67,8 +67,8 @@ std::string fmt(double v, int precision = 3) {
 }
 
 // The goals of the benchmark (issue: benchmarks and the main job), each with its measured
-// ratio and MET or MISSED. PyTorch's goals are not measured here (no PyTorch installed).
-std::vector<std::string> performance_goals(const json& results) {
+// ratio and MET or MISSED. PyTorch's goals where bench/torch_zoo.py ran.
+std::vector<std::string> performance_goals(const json& results, double peak_flops) {
   std::vector<std::string> out;
   auto verdict = [](bool met) { return met ? std::string("MET") : std::string("MISSED"); };
   if (const json* f = find_result(results, "ew_chain_8", "fused")) {
@@ -113,10 +113,50 @@ std::vector<std::string> performance_goals(const json& results) {
                     verdict(ratio >= 1.0));
     }
   }
-  out.push_back(
-      "fused vs PyTorch eager / torch.compile: not measured (PyTorch is not installed "
-      "on this machine kind)");
+  bool torch_measured = false;
+  for (const auto& m : models) {
+    const json* f = find_result(results, m, "fused");
+    if (!f) continue;
+    // Memory-bound: the roofline's byte time exceeds its FLOP time at the measured peak.
+    const double bytes_s = (*f)["bytes"].get<double>() / (*f)["roof_bandwidth_Bps"].get<double>();
+    const bool memory_bound = bytes_s > (*f)["flops"].get<double>() / peak_flops;
+    for (const char* peer : {"pytorch_eager", "torch_compile"}) {
+      const json* r = find_result(results, m, peer);
+      if (!r) continue;
+      torch_measured = true;
+      const double ratio = (*r)["median_s"].get<double>() / (*f)["median_s"].get<double>();
+      const bool goal = std::string(peer) == "pytorch_eager" || memory_bound;
+      out.push_back(m + ": fused vs " + peer + ": x" + fmt(ratio) + " " +
+                    (goal ? verdict(ratio >= 1.0)
+                          : std::string("(compute-bound: the goal is for memory-bound models)")));
+    }
+  }
+  if (!torch_measured) {
+    out.push_back(
+        "fused vs PyTorch eager / torch.compile: not measured (PyTorch is not installed: "
+        "OPFUSE_WITH_TORCH=1 tools/setup.sh adds it to the venv)");
+  }
   return out;
+}
+
+// PyTorch eager and torch.compile on the zoo at CPU size (bench/torch_zoo.py), where
+// `python` imports torch; their rows, in the results' format, or none.
+json pytorch_rows(const ReportOptions& o, double seconds) {
+  if (o.python.empty() || std::system(("'" + o.python + "' -c 'import torch' 2>/dev/null").c_str()))
+    return json::array();
+  const std::string out = (fs::path(o.out_dir) / "torch_cpu.json").string();
+  std::printf("\nPyTorch eager and torch.compile (bench/torch_zoo.py) ...\n");
+  std::fflush(stdout);
+  const std::string cmd = "'" + o.python + "' '" + std::string(OPFUSE_SOURCE_DIR) +
+                          "/bench/torch_zoo.py' --models '" + o.models_dir + "/cpu' --device cpu" +
+                          " --seconds " + fmt(seconds) + " --out '" + out + "'" +
+                          (o.only.empty() ? "" : " --model '" + o.only + "'");
+  if (std::system(cmd.c_str()) != 0) {
+    std::printf("(bench/torch_zoo.py failed: no PyTorch rows)\n");
+    return json::array();
+  }
+  std::ifstream in(out);
+  return json::parse(in)["results"];
 }
 
 }  // namespace
@@ -250,6 +290,29 @@ int run_report(const ReportOptions& o) {
     }
   }
 
+  // PyTorch's rows, beside the fused kernel of the same model (its FLOPs and bytes).
+  for (const json& t : pytorch_rows(o, std::min(o.seconds_per_kernel, 0.5))) {
+    const json* f = find_result(results, t["model"], "fused");
+    if (!f || !t.contains("median_s")) continue;
+    const double s = t["median_s"].get<double>();
+    json r = *f;
+    r["strategy"] = t["strategy"];
+    r["median_s"] = s;
+    r["p99_s"] = t["p99_s"];
+    r["gflops"] = r["flops"].get<double>() / s / 1e9;
+    r["gbps"] = r["bytes"].get<double>() / s / 1e9;
+    r["roofline_fraction"] = (*f)["roofline_fraction"].get<double>() * (*f)["median_s"].get<double>() / s;
+    r["predicted_s"] = 0.0;
+    r["kernels"] = 0;
+    r["matches_reference"] = nullptr;  // not compared: its params are drawn by torch
+    if (const json* u = find_result(results, t["model"], "unfused"))
+      r["speedup_vs_unfused"] = (*u)["median_s"].get<double>() / s;
+    std::printf("%-12s %-14s %10.1f %8s\n", r["model"].get<std::string>().c_str(),
+                r["strategy"].get<std::string>().c_str(), s * 1e6,
+                ("x" + fmt(r.value("speedup_vs_unfused", 0.0))).c_str());
+    results.push_back(r);
+  }
+
   // Summary: speed-up table and the plans' explanations.
   std::ofstream md(fs::path(o.out_dir) / "summary.md");
   md << "# opfuse report\n\nRoofline measured in this run: FMA peak " << int(peak / 1e9)
@@ -264,10 +327,11 @@ int run_report(const ReportOptions& o) {
        << r["gbps"].get<double>() << " | " << r["gflops"].get<double>() << " | "
        << 100 * r["roofline_fraction"].get<double>() << " | "
        << r["predicted_s"].get<double>() * 1e6 << " | "
-       << (r["matches_reference"].get<bool>() ? "yes" : "NO") << " |\n";
+       << (r["matches_reference"].is_null() ? "-" : r["matches_reference"].get<bool>() ? "yes" : "NO")
+       << " |\n";
   }
   md << "\nPlans (`plans/<model>.txt`, `.plan.json`, `.dot`) explain every fused group.\n";
-  const std::vector<std::string> goals = performance_goals(results);
+  const std::vector<std::string> goals = performance_goals(results, peak);
   md << "\n## Performance goals\n\n";
   std::printf("\nperformance goals (measured in this run):\n");
   for (const auto& g : goals) {

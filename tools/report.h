@@ -9,6 +9,9 @@ struct ReportOptions {
   std::string out_dir = "report";  // results.json, summary.md, plans/
   double seconds_per_kernel = 0.25;
   std::string only;  // run only this model (empty: the whole zoo)
+  // A Python with PyTorch for the eager / torch.compile rows (bench/torch_zoo.py); empty, or
+  // one that cannot import torch: those rows are not measured.
+  std::string python;
 };
 
 // The main job: plans every zoo model, checks each host kernel against the reference

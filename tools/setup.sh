@@ -10,8 +10,10 @@
 #                     plugins), cmake>=3.28, ninja — kept in a per-user cache outside the
 #                     clone so that a fresh clone reuses it.
 #   Peers (optional)  OPFUSE_WITH_PEERS=1 adds ONNX Runtime and numpy to the venv, for the
-#                     ONNX comparison (bench/onnx/, tests/frontend). PyTorch is not installed:
-#                     PyPI's Linux wheels bring the CUDA stack (gigabytes) to a CPU machine.
+#                     ONNX comparison (bench/onnx/, tests/frontend).
+#   Torch (optional)  OPFUSE_WITH_TORCH=1 adds PyTorch, for the demo's eager and torch.compile
+#                     rows: PyPI's Linux wheel brings the CUDA stack (about 5 GB) to a CPU
+#                     machine, so it has a flag of its own.
 #
 # Sourced by tools/run.sh and tools/test.sh; exports OPFUSE_VENV, OPFUSE_BUILD.
 set -euo pipefail
@@ -28,6 +30,11 @@ APT_PACKAGES=(build-essential python3-dev doctest-dev libbenchmark-dev nlohmann-
 PIP_PACKAGES=("halide==21.0.0" "cmake>=3.28,<5" "ninja")
 if [ "${OPFUSE_WITH_PEERS:-0}" = 1 ]; then
   PIP_PACKAGES+=("onnxruntime" "numpy")
+fi
+# PyTorch for the demo's eager and torch.compile rows: about 5 GB with the CUDA wheels PyPI's
+# torch depends on, so a flag of its own.
+if [ "${OPFUSE_WITH_TORCH:-0}" = 1 ]; then
+  PIP_PACKAGES+=("torch")
 fi
 
 log() { printf '[setup] %s\n' "$*" >&2; }
