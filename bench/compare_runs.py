@@ -30,6 +30,8 @@ def rows(path):
         if "opfuse_s" in r:  # bench/onnx: opfuse and ONNX Runtime in one row
             out[(r["model"], "opfuse")] = r["opfuse_s"]
             out[(r["model"], "onnxruntime")] = r["onnxruntime_s"]
+            if "pytorch_eager_s" in r:
+                out[(r["model"], "pytorch_eager")] = r["pytorch_eager_s"]
         elif r.get("median_s"):
             key = (r["model"], r["strategy"]) + ((r["size"],) if "size" in r else ())
             out[key] = r["median_s"]

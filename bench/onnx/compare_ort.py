@@ -64,11 +64,18 @@ def main():
     ap.add_argument("--opfuse", required=True)
     ap.add_argument("--out", required=True)
     ap.add_argument("--reps", type=int, default=200)
+    ap.add_argument("--torch-eager", help="torch_eager.json of export_torch_blocks.py: a PyTorch "
+                    "eager column for the models PyTorch exported")
     ap.add_argument("models", nargs="+")
     a = ap.parse_args()
+    eager = {}
+    if a.torch_eager and os.path.exists(a.torch_eager):
+        with open(a.torch_eager) as f:
+            eager = json.load(f)["eager_s"]
     rows, bad = [], 0
     rng = np.random.default_rng(1)
-    print(f"{'model':36} {'kernels':>9} {'opfuse ms':>10} {'ORT ms':>10} {'ORT/opfuse':>10}  max|err|")
+    print(f"{'model':38} {'kernels':>9} {'opfuse ms':>10} {'ORT ms':>10} {'ORT/opfuse':>10} "
+          f"{'torch ms':>9} {'torch/opfuse':>12}  max|err|")
     for path in a.models:
         probe = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
         feeds = {i.name: rng.uniform(-1, 1, size=i.shape).astype(np.float32) for i in probe.get_inputs()}
@@ -83,11 +90,17 @@ def main():
                 ok = ok and bool(np.all(diff <= 2e-4 + 1e-4 * np.abs(w)))
         bad += 0 if ok else 1
         name = os.path.basename(path)
-        rows.append({"model": name, "kernels": int(kernels), "ops": int(ops),
-                     "opfuse_s": t_opf, "onnxruntime_s": t_ort, "ort_over_opfuse": t_ort / t_opf,
-                     "max_abs_error": err, "match": ok, "rewrites": rewrites})
-        print(f"{name:36} {kernels:>4}/{ops:<4} {t_opf*1e3:10.4f} {t_ort*1e3:10.4f} "
-              f"{t_ort/t_opf:10.2f}  {err:.2e}{'' if ok else '  MISMATCH'}")
+        row = {"model": name, "kernels": int(kernels), "ops": int(ops),
+               "opfuse_s": t_opf, "onnxruntime_s": t_ort, "ort_over_opfuse": t_ort / t_opf,
+               "max_abs_error": err, "match": ok, "rewrites": rewrites}
+        torch_col = f"{'-':>9} {'-':>12}"
+        if name in eager:  # the module PyTorch exported, run eagerly (its own weights)
+            row["pytorch_eager_s"] = eager[name]
+            row["torch_over_opfuse"] = eager[name] / t_opf
+            torch_col = f"{eager[name] * 1e3:9.4f} {eager[name] / t_opf:12.2f}"
+        rows.append(row)
+        print(f"{name:38} {kernels:>4}/{ops:<4} {t_opf*1e3:10.4f} {t_ort*1e3:10.4f} "
+              f"{t_ort/t_opf:10.2f} {torch_col}  {err:.2e}{'' if ok else '  MISMATCH'}")
     with open(a.out, "w") as f:
         json.dump({"onnxruntime": ort.__version__, "threads": 2, "results": rows}, f, indent=2)
     sys.exit(1 if bad else 0)

@@ -19,4 +19,4 @@ mkdir -p "$out"
 "$venv/bin/python" "$here/tests/frontend/export_torch_blocks.py" "$out/models" "$scale" \
   > /dev/null 2>&1 || echo "(PyTorch not in the venv: its exports are not compared)"
 "$venv/bin/python" "$here/bench/onnx/compare_ort.py" --opfuse "$build/tools/opfuse" \
-  --out "$out/onnx_blocks.json" "$out"/models/*.onnx
+  --torch-eager "$out/models/torch_eager.json" --out "$out/onnx_blocks.json" "$out"/models/*.onnx

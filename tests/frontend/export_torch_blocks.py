@@ -6,11 +6,16 @@ eval mode).
 
     python3 export_torch_blocks.py OUT_DIR [SCALE]
 
-Writes OUT_DIR/<block>_torch_opset{13,17}.onnx. Exit status 77 (a skip for ctest) when
-PyTorch or its ONNX exporter's dependencies are missing.
+Writes OUT_DIR/<block>_torch_opset{13,17}.onnx, and OUT_DIR/torch_eager.json: each module's
+eager time (no_grad, 2 threads, median of 200 calls after warm-up) under both file names, for
+bench/onnx's PyTorch column. Exit status 77 (a skip for ctest) when PyTorch or its ONNX
+exporter's dependencies are missing.
 """
+import json
 import os
+import statistics
 import sys
+import time
 
 try:
     import torch
@@ -100,6 +105,8 @@ def main():
     scale = int(sys.argv[2]) if len(sys.argv) > 2 else 1
     os.makedirs(out, exist_ok=True)
     torch.manual_seed(0)
+    torch.set_num_threads(2)
+    eager = {}
     for name, (module, shape) in blocks(scale).items():
         module.eval()
         # BatchNorm statistics away from the identity, so that folding them matters.
@@ -115,6 +122,18 @@ def main():
             torch.onnx.export(module, (x,), path, opset_version=opset, dynamo=False,
                               input_names=["x"], do_constant_folding=True)
             print(f"wrote {path}")
+        with torch.no_grad():
+            for _ in range(10):
+                module(x)
+            times = []
+            for _ in range(200):
+                t0 = time.perf_counter()
+                module(x)
+                times.append(time.perf_counter() - t0)
+        for opset in (13, 17):
+            eager[f"{name}_torch_opset{opset}.onnx"] = statistics.median(times)
+    with open(os.path.join(out, "torch_eager.json"), "w") as f:
+        json.dump({"torch": torch.__version__, "threads": 2, "eager_s": eager}, f, indent=1)
 
 
 if __name__ == "__main__":
