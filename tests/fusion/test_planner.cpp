@@ -106,6 +106,18 @@ TEST_CASE("schedule intent: producers of a CBR group are inlined, the pool store
   CHECK(in.tile_fraction <= 1);
 }
 
+TEST_CASE("schedule intent: an inlined expression holds one transcendental, cut per tile") {
+  // ew_chain_N: (mul, add, tanh, leaky_relu) x N/4. The value feeding each tanh after the
+  // first is computed per tile; a chain with one tanh stays inlined whole.
+  const FusionPlan p8 = plan(load("ew_chain_8")), p16 = plan(load("ew_chain_16"));
+  CHECK(p8.groups[0].intent.compute_at == std::vector<std::string>{"add_1"});
+  CHECK(p8.groups[0].intent.stored == std::vector<std::string>{"leaky_relu_1"});
+  CHECK(p16.groups[0].intent.compute_at == std::vector<std::string>{"add_1", "add_2", "add_3"});
+  CHECK(plan(load("ew_chain_4")).groups[0].intent.compute_at.empty());
+  // Layer norm (inlined into its elementwise consumer) then GELU: one transcendental.
+  CHECK(plan(load("layernorm")).groups[0].intent.compute_at.empty());
+}
+
 TEST_CASE("schedule intent: attention's K transpose is materialised for the score matmul") {
   const FusionPlan p = plan(load("attention"));
   const ScheduleIntent& in = p.group_of("matmul_0")->intent;
