@@ -58,6 +58,10 @@ class Emitter {
     int64_t row_multiple = 1;  // points of the dims above 0 a tile holds: a multiple of this
     std::set<size_t> whole;    // dims outside the split one that tiles still hold whole
     bool chunk_columns = true;  // with too few rows for the cores, tiles may split dim 0
+    bool operator==(const TileRule& o) const {
+      return min_dim == o.min_dim && multiple == o.multiple && row_multiple == o.row_multiple &&
+             whole == o.whole && chunk_columns == o.chunk_columns;
+    }
   };
 
   // Schedules a group root; returns the loop level at which its members are computed.
@@ -251,10 +255,12 @@ class Emitter {
     const size_t vd = 0, ud = bs.ud;
     if (a.size() <= ud) return;
     const int vw = bs.lanes, vecs = bs.vectors, rows = bs.rows;
-    if (n.op == "conv2d" && root_rank_ != tensor_of(n.name).shape.size()) {
-      // Under a root of another rank (a flatten), a tile's region of the conv comes through
-      // divisions and modulos of the root's index: its block dims are computed whole, so no
-      // block is ever cut short (and reads past the input's edge).
+    if (!aligned_with_root(n.name)) {
+      // Under a root of another rank or layout (a flatten, a transpose), a tile's region of
+      // the anchor comes through divisions, modulos or permutations of the root's index, and
+      // the tile rule cannot align it to the blocks: the block dims are computed whole, so no
+      // block is ever cut short (ShiftInwards would move it before the region's start and
+      // read before the input's: an explored attention plan did, at -48).
       const graph::Shape& shape = tensor_of(n.name).shape;
       node_func.bound(a[vd], 0, int(shape[shape.size() - 1 - vd]))
           .bound(a[ud], 0, int(shape[shape.size() - 1 - ud]));
@@ -349,21 +355,25 @@ class Emitter {
   // The tile rule of a group's root: a register-blocked anchor's blocks (4 rows of a matmul
   // or an NHWC conv, up to 8 channels of an NCHW conv) never straddle a tile, so tiles split
   // the block's row dim in multiples of the block, or an outer dim, or hold it whole.
-  TileRule tile_rule(const fusion::FusedGroup& g, const graph::Shape& root_shape) const {
+  TileRule tile_rule(const fusion::FusedGroup& g, const std::string& root,
+                     const graph::Shape& root_shape) const {
     TileRule rule;
     // Row statistics (softmax, layer norm) are vectorised across rows: a tile holds at least
     // a vector of rows, or most lanes would be masked off.
     if (!gpu_ && has_row_statistics(g)) rule.row_multiple = vec_;
     const size_t rank = root_shape.size();
+    const std::set<std::string> members(g.nodes.begin(), g.nodes.end());
     for (const auto& name : g.nodes) {
       if (!is_blocked_anchor(name) || rank < 2) continue;
+      // Anchors in another root's tiles, or not aligned with this root (which compute their
+      // block dims whole, see block_anchor), put no constraint on these tiles; with only
+      // such anchors, chunks of the root's dim 0 are safe.
+      if (name != root && !reaches_any(name, members, {root})) continue;
+      if (!aligned(name, root, members)) continue;
+      rule.chunk_columns = false;
       const graph::Node& n = ig_.node(index_.at(name));
       const bool nchw = is_nchw_conv(n);
-      // A conv of another rank than the root (a flatten after it) computes its block dims
-      // whole in every tile (see block_anchor), so chunks of the root's dim 0 are safe.
-      rule.chunk_columns =
-          rule.chunk_columns && n.op == "conv2d" && tensor_of(name).shape.size() != rank;
-      if (nchw && tensor_of(name).shape.size() == rank) {
+      if (nchw) {
         // Blocks of an NCHW conv lie along C: tiles hold all channels and split H (or N),
         // which also keeps a tile's input rows (all channels, F + halo rows) in cache.
         rule.whole.insert(2);
@@ -406,12 +416,13 @@ class Emitter {
     const graph::Shape& shape = tensor_of(ln.node).shape;
     std::optional<LoopLevel> row;
     LoopLevel at =
-        root_schedule(root, shape, g.intent.tile_fraction, tile_rule(g, shape), &row);
+        root_schedule(root, shape, g.intent.tile_fraction, tile_rule(g, ln.node, shape), &row);
     if (sibling) {
       root.compute_with(sibling->first, sibling->second);
       row.reset();
     }
-    root_rank_ = shape.size();
+    root_node_ = ln.node;
+    group_members_ = std::set<std::string>(g.nodes.begin(), g.nodes.end());
     // Row statistics (softmax, layer norm) of a root with several outer dims: computed per
     // row, which is what fits in L1. Not with a register-blocked anchor, whose blocks span
     // several rows.
@@ -450,8 +461,10 @@ class Emitter {
       std::optional<std::pair<Func, Var>> sibling;
       if (g.kind == fusion::GroupKind::horizontal && !gpu_) {
         for (const auto& [other, tiled] : horizontal_roots) {
-          if (tensor_of(other).shape == t.shape && !reaches_any(other, members, {name}) &&
-              !reaches_any(name, members, {other})) {
+          // compute_with needs the same loop nest: the same shape and the same tile rule.
+          if (tensor_of(other).shape == t.shape &&
+              tile_rule(g, other, t.shape) == tile_rule(g, name, t.shape) &&
+              !reaches_any(other, members, {name}) && !reaches_any(name, members, {other})) {
             sibling = tiled;
             break;
           }
@@ -484,7 +497,8 @@ class Emitter {
         continue;
       }
       const LoopLevel& at = level.at(roots[0]);
-      root_rank_ = tensor_of(roots[0]).shape.size();
+      root_node_ = roots[0];
+      group_members_ = members;
       if (inlined) {
         ln.output().compute_inline();
       } else {
@@ -558,6 +572,26 @@ class Emitter {
     }
   }
 
+  // Is an anchor's index space the root's: the root itself, or of the same rank with no
+  // layout change (transpose, reshape ...) after the anchor inside the group? Elementwise
+  // ops, windows and pools keep the dims' meaning.
+  bool aligned(const std::string& anchor, const std::string& root,
+               const std::set<std::string>& members) const {
+    if (anchor == root) return true;
+    if (tensor_of(anchor).shape.size() != tensor_of(root).shape.size()) return false;
+    static const std::set<std::string> relayout = {"transpose", "reshape", "flatten", "squeeze",
+                                                   "unsqueeze", "expand", "gather"};
+    bool moved = false;
+    walk_downstream(anchor, members, [&](const std::string& m) {
+      moved = moved || relayout.count(ig_.node(index_.at(m)).op) != 0;
+      return m != root;
+    });
+    return !moved;
+  }
+  bool aligned_with_root(const std::string& anchor) const {
+    return aligned(anchor, root_node_, group_members_);
+  }
+
   // Does `name` (transitively, inside the group) feed one of `targets`?
   bool reaches_any(const std::string& name, const std::set<std::string>& members,
                    const std::vector<std::string>& targets) const {
@@ -590,7 +624,8 @@ class Emitter {
   bool gpu_;
   int vec_ = 8, natural_vec_ = 8, cores_ = 2;  // vec_: the group being scheduled's width
   Var tile_var_;  // the parallel tile loop of the root root_schedule last tiled (CPU)
-  size_t root_rank_ = 0;  // rank of the root whose tile the member being scheduled is in
+  std::string root_node_;  // the root whose tile the member being scheduled is in
+  std::set<std::string> group_members_;  // of the group being scheduled
   std::map<std::string, const ops::LoweredNode*> lowered_;
   std::map<std::string, int> output_of_;
   std::map<std::string, size_t> index_;

@@ -174,3 +174,18 @@ TEST_CASE("NCHW convs of 12 and 6 channels under a flatten: tiles in chunks of t
     check_plan_matches(g, plan, in, reference::run(g, in));
   }
 }
+
+TEST_CASE("regression: an anchor under a transposing root computes its blocks whole") {
+  // Found by `opfuse explore` on attention: {Q, K, V linears, transpose(K)} stores K^T, so
+  // linear K is computed per tile of the transpose, whose tiles split K's columns. Its
+  // 64-column blocks, shifted inwards over a 16-column region, read the weights at -48.
+  const graph::Graph g = graph::zoo_model("attention", graph::ZooSize::cpu);
+  const fusion::RooflineCostModel model(fusion::builtin_profile("epyc-avx512-2c"));
+  std::vector<fusion::UserGroup> groups(2);
+  groups[0].nodes = {"linear_0", "linear_1", "linear_2", "transpose_0"};
+  groups[1].nodes = {"matmul_0", "mul_0", "softmax_0", "matmul_1"};
+  const fusion::FusionPlan plan = fusion::plan_from_user_groups(g, model, groups);
+  REQUIRE(plan.groups.size() == 2);
+  const graph::TensorMap in = graph::random_inputs(g, 6);
+  check_plan_matches(g, plan, in, reference::run(g, in));
+}
