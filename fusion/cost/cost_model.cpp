@@ -54,6 +54,11 @@ int prefetch_distance(double latency_s, double per_iteration_s) {
   return int(std::clamp(std::ceil(latency_s / per_iteration_s), 1.0, kMaxPrefetchDistance));
 }
 
+bool is_transcendental(const std::string& op) {
+  return op == "sigmoid" || op == "tanh" || op == "exp" || op == "gelu" || op == "erf" ||
+         op == "pow" || op == "silu";
+}
+
 OpStats op_stats(const IndexedGraph& ig, size_t i) {
   const Node& n = ig.node(i);
   const graph::Graph& g = ig.graph();

@@ -33,6 +33,8 @@ struct OpStats {
 // Cost of one vectorised exp/tanh/erf/sqrt evaluation, in FLOPs: a degree ~7 polynomial plus
 // range reduction (Halide's and libm's f32 versions are 10-20 instructions).
 inline constexpr double kTranscendentalFlops = 10;
+// The ops op_stats charges kTranscendentalFlops per element for (exp, tanh, sigmoid, erf ...).
+bool is_transcendental(const std::string& op);
 // Cost of a vector square root or reciprocal, in FLOPs: the divider unit's throughput is a
 // fraction of the FMA pipes' (several cycles per vector against two FMAs per cycle).
 inline constexpr double kDividerFlops = 4;

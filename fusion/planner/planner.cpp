@@ -7,7 +7,6 @@
 #include <iterator>
 #include <map>
 #include <nlohmann/json.hpp>
-#include <set>
 #include <sstream>
 #include <stdexcept>
 #include <unordered_map>
@@ -560,16 +559,15 @@ class Planner {
   // exp-based tanh in one body at 4 vectors per iteration, the chain's registers spill:
   // ew_chain_8 fused 0.276 -> 0.204 ms (JIT, alternately; the same as splitting the group,
   // without its round trip through memory).
-  void split_transcendental_chains(const std::vector<size_t>& nodes, ScheduleIntent& in) const {
-    static const std::set<std::string> transcendental = {"exp", "log", "tanh", "sigmoid", "gelu",
-                                                         "silu", "erf", "pow"};
+  void split_transcendental_chains(const std::unordered_set<size_t>& set,
+                                   ScheduleIntent& in) const {
     std::unordered_map<size_t, int> count;  // transcendentals in a member's inlined expression
     auto inlined = [&](size_t n) {
       return std::find(in.inlined.begin(), in.inlined.end(), ig_.node(n).name) != in.inlined.end();
     };
     for (size_t n : ig_.topo()) {
-      if (std::find(nodes.begin(), nodes.end(), n) == nodes.end()) continue;
-      const bool t = transcendental.count(ig_.node(n).op) != 0;
+      if (!set.count(n)) continue;
+      const bool t = is_transcendental(ig_.node(n).op);
       int below = 0;
       for (size_t p : ig_.preds(n)) {
         if (count.count(p) && inlined(p)) below = std::max(below, count[p]);
@@ -620,7 +618,7 @@ class Planner {
         in.compute_at.push_back(ig_.node(n).name);
       }
     }
-    split_transcendental_chains(nodes, in);
+    split_transcendental_chains(set, in);
     in.tile_fraction = e.tile_fraction;
     in.prefetch_distance = e.prefetch_distance;
     const int max_threads = model_.profile().max_threads_per_block;
