@@ -362,7 +362,7 @@ class Emitter {
     // a vector of rows, or most lanes would be masked off.
     if (!gpu_ && has_row_statistics(g)) rule.row_multiple = vec_;
     const size_t rank = root_shape.size();
-    const std::set<std::string> members(g.nodes.begin(), g.nodes.end());
+    const std::set<std::string>& members = group_members_;
     for (const auto& name : g.nodes) {
       if (!is_blocked_anchor(name) || rank < 2) continue;
       // Anchors in another root's tiles, or not aligned with this root (which compute their
@@ -422,7 +422,6 @@ class Emitter {
       row.reset();
     }
     root_node_ = ln.node;
-    group_members_ = std::set<std::string>(g.nodes.begin(), g.nodes.end());
     // Row statistics (softmax, layer norm) of a root with several outer dims: computed per
     // row, which is what fits in L1. Not with a register-blocked anchor, whose blocks span
     // several rows.
@@ -434,7 +433,8 @@ class Emitter {
 
   void schedule_group(const fusion::FusedGroup& g) {
     vec_ = g.intent.vector_lanes > 0 ? g.intent.vector_lanes : default_lanes(g);
-    const std::set<std::string> members(g.nodes.begin(), g.nodes.end());
+    group_members_ = std::set<std::string>(g.nodes.begin(), g.nodes.end());
+    const std::set<std::string>& members = group_members_;
     const std::set<std::string> stored(g.intent.stored.begin(), g.intent.stored.end());
     std::map<std::string, LoopLevel> level;  // root node -> its tile level
     std::vector<std::pair<std::string, std::pair<Func, Var>>> horizontal_roots;  // (Func, tile)
@@ -498,7 +498,6 @@ class Emitter {
       }
       const LoopLevel& at = level.at(roots[0]);
       root_node_ = roots[0];
-      group_members_ = members;
       if (inlined) {
         ln.output().compute_inline();
       } else {
@@ -625,7 +624,7 @@ class Emitter {
   int vec_ = 8, natural_vec_ = 8, cores_ = 2;  // vec_: the group being scheduled's width
   Var tile_var_;  // the parallel tile loop of the root root_schedule last tiled (CPU)
   std::string root_node_;  // the root whose tile the member being scheduled is in
-  std::set<std::string> group_members_;  // of the group being scheduled
+  std::set<std::string> group_members_;  // the nodes of the group being scheduled
   std::map<std::string, const ops::LoweredNode*> lowered_;
   std::map<std::string, int> output_of_;
   std::map<std::string, size_t> index_;
