@@ -28,14 +28,12 @@ ModelTensors::ModelTensors(const std::string& models_dir, const std::string& mod
     aligned_copies.emplace_back(p, std::free);
     return p;
   };
-  for (const auto& n : graph.inputs()) {
-    ins.push_back(runtime::Tensor::f32(aligned(inputs[n].data), inputs[n].shape));
-    in_data[n] = static_cast<const float*>(ins.back().data);
-  }
-  for (const auto& n : graph.params()) {
-    ins.push_back(runtime::Tensor::f32(aligned(params[n].data), params[n].shape));
-    in_data[n] = static_cast<const float*>(ins.back().data);
-  }
+  auto add_in = [&](const std::string& name, const graph::HostTensor& t) {
+    ins.push_back(runtime::Tensor::f32(aligned(t.data), t.shape));
+    in_data[name] = static_cast<const float*>(ins.back().data);
+  };
+  for (const auto& n : graph.inputs()) add_in(n, inputs[n]);
+  for (const auto& n : graph.params()) add_in(n, params[n]);
   for (const auto& n : graph.outputs()) {
     outputs[n] = graph::HostTensor(graph.tensor(n).shape);
     outs.push_back(runtime::Tensor::f32(outputs[n].data.data(), outputs[n].shape));
