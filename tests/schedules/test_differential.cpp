@@ -46,6 +46,18 @@ void check_plan_matches(const graph::Graph& g, const fusion::FusionPlan& plan,
   }
 }
 
+// The plan for a user's partition of `g` (one group per entry of `groups`), run on random
+// inputs from `seed` and checked against the reference executor; returned for more checks.
+fusion::FusionPlan check_user_groups(const graph::Graph& g,
+                                     const std::vector<fusion::UserGroup>& groups, uint64_t seed) {
+  const fusion::RooflineCostModel model(fusion::builtin_profile("epyc-avx512-2c"));
+  const fusion::FusionPlan plan = fusion::plan_from_user_groups(g, model, groups);
+  REQUIRE(plan.groups.size() == groups.size());
+  const graph::TensorMap in = graph::random_inputs(g, seed);
+  check_plan_matches(g, plan, in, reference::run(g, in));
+  return plan;
+}
+
 }  // namespace
 
 TEST_CASE("random graphs: fused, unfused and random legal plans equal the reference") {
@@ -106,14 +118,11 @@ TEST_CASE("the emitter honours a user's plan: an edited cbr_pool plan computes t
   same.pads = {1, 1, 1, 1};
   b.output(b.max_pool(b.relu(b.batch_norm(b.conv2d(x, b.param("w", {8, 8, 3, 3}), same))), 2, 2));
   const graph::Graph g = b.build();
-  const fusion::RooflineCostModel model(fusion::builtin_profile("epyc-avx512-2c"));
   const auto groups = fusion::user_groups_from_plan_json(R"({"groups": [
       {"nodes": ["conv2d_0"]}, {"nodes": ["batch_norm_0", "relu_0", "max_pool_0"], "schedule": {"tile_fraction": 0.5}}]})",
                                                          "edited.json");
-  const fusion::FusionPlan plan = fusion::plan_from_user_groups(g, model, groups);
-  REQUIRE(plan.groups.size() == 2);
-  const graph::TensorMap in = graph::random_inputs(g, 2);
-  check_plan_matches(g, plan, in, reference::run(g, in));
+  REQUIRE(groups.size() == 2);
+  check_user_groups(g, groups, 2);
 }
 
 TEST_CASE("regression: an anchor feeding a materialized transpose in its group is materialized") {
@@ -121,14 +130,10 @@ TEST_CASE("regression: an anchor feeding a materialized transpose in its group i
   // matmul, scale, softmax, matmul} put linear K per tile of the output while the transpose
   // it feeds is computed once before the tiles; Halide refused the schedule.
   const graph::Graph g = graph::zoo_model("attention", graph::ZooSize::cpu);
-  const fusion::RooflineCostModel model(fusion::builtin_profile("epyc-avx512-2c"));
   std::vector<fusion::UserGroup> one(1);
   for (size_t i : g.topo_order()) one[0].nodes.push_back(g.nodes()[i].name);
-  const fusion::FusionPlan plan = fusion::plan_from_user_groups(g, model, one);
-  REQUIRE(plan.groups.size() == 1);
+  const fusion::FusionPlan plan = check_user_groups(g, one, 3);
   REQUIRE_FALSE(plan.groups[0].intent.materialized.empty());
-  const graph::TensorMap in = graph::random_inputs(g, 3);
-  check_plan_matches(g, plan, in, reference::run(g, in));
 }
 
 TEST_CASE("every vector width the explorer tries computes the same") {
@@ -163,15 +168,11 @@ TEST_CASE("NCHW convs of 12 and 6 channels under a flatten: tiles in chunks of t
     b.output(b.reshape(flat_in, {1, -1}));
     b.output(cls);
     const graph::Graph g = b.build();
-    const fusion::RooflineCostModel model(fusion::builtin_profile("epyc-avx512-2c"));
     std::vector<fusion::UserGroup> groups(2);
     groups[0].nodes = {"conv2d_0", "reshape_0"};
     if (transposed) groups[0].nodes.insert(groups[0].nodes.begin() + 1, "transpose_0");
     groups[1].nodes = {"conv2d_1", "sigmoid_0"};
-    const fusion::FusionPlan plan = fusion::plan_from_user_groups(g, model, groups);
-    REQUIRE(plan.groups.size() == 2);
-    const graph::TensorMap in = graph::random_inputs(g, 5);
-    check_plan_matches(g, plan, in, reference::run(g, in));
+    check_user_groups(g, groups, 5);
   }
 }
 
@@ -180,12 +181,8 @@ TEST_CASE("regression: an anchor under a transposing root computes its blocks wh
   // linear K is computed per tile of the transpose, whose tiles split K's columns. Its
   // 64-column blocks, shifted inwards over a 16-column region, read the weights at -48.
   const graph::Graph g = graph::zoo_model("attention", graph::ZooSize::cpu);
-  const fusion::RooflineCostModel model(fusion::builtin_profile("epyc-avx512-2c"));
   std::vector<fusion::UserGroup> groups(2);
   groups[0].nodes = {"linear_0", "linear_1", "linear_2", "transpose_0"};
   groups[1].nodes = {"matmul_0", "mul_0", "softmax_0", "matmul_1"};
-  const fusion::FusionPlan plan = fusion::plan_from_user_groups(g, model, groups);
-  REQUIRE(plan.groups.size() == 2);
-  const graph::TensorMap in = graph::random_inputs(g, 6);
-  check_plan_matches(g, plan, in, reference::run(g, in));
+  check_user_groups(g, groups, 6);
 }
