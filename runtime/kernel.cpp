@@ -56,6 +56,31 @@ Kernel::Kernel(std::string model, std::string strategy, std::string target, Argv
   }
 }
 
+HostBuffers::HostBuffers(const std::vector<Tensor>& tensors)
+    : bufs_(tensors.size()), dims_(tensors.size()) {
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const Tensor& t = tensors[i];
+    int32_t stride = 1;
+    for (size_t d = 0; d < t.shape.size(); ++d) {
+      const int64_t extent = t.shape[t.shape.size() - 1 - d];
+      dims_[i].push_back(halide_dimension_t{0, int32_t(extent), stride, 0});
+      stride *= int32_t(extent);
+    }
+    halide_buffer_t& b = bufs_[i];
+    b.host = static_cast<uint8_t*>(t.data);
+    b.type = t.dtype == DType::f16 ? halide_type_t(halide_type_float, 16)
+                                   : halide_type_t(halide_type_float, 32);
+    b.dimensions = int32_t(t.shape.size());
+    b.dim = dims_[i].data();
+  }
+}
+
+HostBuffers::~HostBuffers() {
+  for (auto& b : bufs_) {
+    if (b.device) halide_device_free(nullptr, &b);
+  }
+}
+
 void Kernel::run(const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs) const {
   install_error_handler();
   auto fail = [&](const std::string& what) {
@@ -66,12 +91,7 @@ void Kernel::run(const std::vector<Tensor>& inputs, const std::vector<Tensor>& o
          std::to_string(outputs_.size()) + " outputs, got " + std::to_string(inputs.size()) +
          " and " + std::to_string(outputs.size()));
   }
-  // One halide_buffer_t per argument, over the caller's memory (dimension 0 = last axis).
-  const size_t n = inputs.size() + outputs.size();
-  std::vector<halide_buffer_t> bufs(n);
-  std::vector<std::vector<halide_dimension_t>> dims(n);
-  std::vector<void*> argv(n);
-  for (size_t i = 0; i < n; ++i) {
+  for (size_t i = 0; i < inputs.size() + outputs.size(); ++i) {
     const bool is_out = i >= inputs.size();
     const Tensor& t = is_out ? outputs[i - inputs.size()] : inputs[i];
     const ArgInfo& info = is_out ? outputs_[i - inputs.size()] : inputs_[i];
@@ -83,30 +103,23 @@ void Kernel::run(const std::vector<Tensor>& inputs, const std::vector<Tensor>& o
     if (t.shape != info.shape) {
       fail(role + " must have shape " + shape_str(info.shape) + ", got " + shape_str(t.shape));
     }
-    dims[i].resize(t.shape.size());
-    int32_t stride = 1;
-    for (size_t d = 0; d < t.shape.size(); ++d) {
-      const int64_t extent = t.shape[t.shape.size() - 1 - d];
-      dims[i][d] = halide_dimension_t{0, int32_t(extent), stride, 0};
-      stride *= int32_t(extent);
-    }
-    halide_buffer_t& b = bufs[i];
-    b.host = static_cast<uint8_t*>(t.data);
-    b.type = t.dtype == DType::f16 ? halide_type_t(halide_type_float, 16)
-                                   : halide_type_t(halide_type_float, 32);
-    b.dimensions = int32_t(t.shape.size());
-    b.dim = dims[i].data();
-    // Host memory is the truth for inputs: a GPU kernel copies it to the device first.
-    if (!is_out) b.flags = halide_buffer_flag_host_dirty;
-    argv[i] = &b;
   }
   const auto t0 = std::chrono::steady_clock::now();
-  int rc = fn_(argv.data());
-  // GPU targets leave outputs on the device: bring them back, then free device memory.
-  for (size_t i = 0; i < n; ++i) {
-    if (bufs[i].device && rc == 0 && i >= inputs.size())
-      rc = halide_copy_to_host(nullptr, &bufs[i]);
-    if (bufs[i].device) halide_device_free(nullptr, &bufs[i]);
+  int rc = 0;
+  {
+    HostBuffers ins(inputs), outs(outputs);
+    std::vector<void*> argv;
+    for (auto& b : ins) {
+      b.flags = halide_buffer_flag_host_dirty;  // host memory is the truth for inputs: a GPU
+      argv.push_back(&b);                       // kernel copies it to the device first
+    }
+    for (auto& b : outs) argv.push_back(&b);
+    rc = fn_(argv.data());
+    // GPU targets leave outputs on the device: bring them back; device memory is freed with
+    // the buffers, here.
+    for (auto& b : outs) {
+      if (b.device && rc == 0) rc = halide_copy_to_host(nullptr, &b);
+    }
   }
   check(rc, name());
   const double seconds =

@@ -47,6 +47,24 @@ struct ArgInfo {
   DType dtype = DType::f32;
 };
 
+// Halide buffers over tensors' memory (dimension 0 = the last axis), one per tensor, as a
+// generated function takes them. Device memory a buffer acquires is freed with it.
+class HostBuffers {
+ public:
+  explicit HostBuffers(const std::vector<Tensor>& tensors);
+  ~HostBuffers();
+  HostBuffers(const HostBuffers&) = delete;
+  HostBuffers& operator=(const HostBuffers&) = delete;
+  size_t size() const { return bufs_.size(); }
+  halide_buffer_t& operator[](size_t i) { return bufs_[i]; }
+  std::vector<halide_buffer_t>::iterator begin() { return bufs_.begin(); }
+  std::vector<halide_buffer_t>::iterator end() { return bufs_.end(); }
+
+ private:
+  std::vector<halide_buffer_t> bufs_;
+  std::vector<std::vector<halide_dimension_t>> dims_;
+};
+
 using ArgvFunction = int (*)(void**);
 using MetadataFunction = const halide_filter_metadata_t* (*)();
 

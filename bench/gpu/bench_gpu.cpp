@@ -31,52 +31,27 @@ using json = nlohmann::json;
 
 namespace {
 
-// Halide buffers over host memory (dim 0 = last axis), one per argument of the kernel.
-struct DeviceArgs {
-  std::vector<halide_buffer_t> bufs;
-  std::vector<std::vector<halide_dimension_t>> dims;
-  std::vector<void*> argv;
-
-  explicit DeviceArgs(const std::vector<runtime::Tensor>& ts) : bufs(ts.size()), dims(ts.size()) {
-    for (size_t i = 0; i < ts.size(); ++i) {
-      const auto& s = ts[i].shape;
-      int32_t stride = 1;
-      for (size_t d = 0; d < s.size(); ++d) {
-        dims[i].push_back({0, int32_t(s[s.size() - 1 - d]), stride, 0});
-        stride *= int32_t(s[s.size() - 1 - d]);
-      }
-      bufs[i].host = static_cast<uint8_t*>(ts[i].data);
-      bufs[i].type = halide_type_t(halide_type_float, 32);
-      bufs[i].dimensions = int32_t(s.size());
-      bufs[i].dim = dims[i].data();
-      argv.push_back(&bufs[i]);
-    }
-  }
-  ~DeviceArgs() {
-    for (auto& b : bufs) {
-      if (b.device) halide_device_free(nullptr, &b);
-    }
-  }
-};
-
 // Halide's message for a failed call, as a runtime::KernelError.
 void check(int rc, const std::string& what) { runtime::check(rc, what); }
 
 // Inputs and outputs on the device; returns the argv of the kernel.
-std::vector<void*> to_device(DeviceArgs& ins, DeviceArgs& outs) {
+std::vector<void*> to_device(runtime::HostBuffers& ins, runtime::HostBuffers& outs) {
   const halide_device_interface_t* cuda = halide_cuda_device_interface();
-  for (auto& b : ins.bufs) {
+  std::vector<void*> argv;
+  for (auto& b : ins) {
     b.flags = halide_buffer_flag_host_dirty;
     check(halide_copy_to_device(nullptr, &b, cuda), "copy to device");
+    argv.push_back(&b);
   }
-  for (auto& b : outs.bufs) check(halide_device_malloc(nullptr, &b, cuda), "device malloc");
-  std::vector<void*> argv = ins.argv;
-  argv.insert(argv.end(), outs.argv.begin(), outs.argv.end());
+  for (auto& b : outs) {
+    check(halide_device_malloc(nullptr, &b, cuda), "device malloc");
+    argv.push_back(&b);
+  }
   return argv;
 }
 
-void to_host(DeviceArgs& outs) {
-  for (auto& b : outs.bufs) {
+void to_host(runtime::HostBuffers& outs) {
+  for (auto& b : outs) {
     b.flags = halide_buffer_flag_device_dirty;
     check(halide_copy_to_host(nullptr, &b), "copy to host");
   }
@@ -115,7 +90,7 @@ int run(int argc, char** argv) {
     if (!reference_of.count(k->model()))
       reference_of[k->model()] = reference::run(c.graph, c.inputs, c.params);
     const graph::TensorMap& want = reference_of.at(k->model());
-    DeviceArgs ins(c.ins), outs(c.outs);
+    runtime::HostBuffers ins(c.ins), outs(c.outs);
     std::vector<void*> args = to_device(ins, outs);
     check(k->entry()(args.data()), k->name());
     to_host(outs);
@@ -147,18 +122,18 @@ int run(int argc, char** argv) {
         if (x->model() == model && x->strategy() == strategy) k = x;
       }
       if (!k) continue;
-      DeviceArgs ins(c.ins), outs(c.outs);
+      runtime::HostBuffers ins(c.ins), outs(c.outs);
       std::vector<void*> args = to_device(ins, outs);
       std::vector<double> t;
       const auto start = std::chrono::steady_clock::now();
       for (int i = 0; i < 3; ++i) check(k->entry()(args.data()), k->name());  // warm-up, JIT
-      check(halide_device_sync(nullptr, &outs.bufs[0]), "sync");
+      check(halide_device_sync(nullptr, &outs[0]), "sync");
       while (t.size() < 5 || (std::chrono::duration<double>(std::chrono::steady_clock::now() -
                                                             start).count() < seconds &&
                               t.size() < 1000)) {
         const auto t0 = std::chrono::steady_clock::now();
         check(k->entry()(args.data()), k->name());
-        check(halide_device_sync(nullptr, &outs.bufs[0]), "sync");
+        check(halide_device_sync(nullptr, &outs[0]), "sync");
         t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
       }
       std::sort(t.begin(), t.end());
