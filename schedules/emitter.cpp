@@ -224,7 +224,8 @@ class Emitter {
     // 2 vectors x 4 rows, or 1 vector x 8 rows where the columns hold one; an NHWC conv
     // twice the rows (16 accumulators of its 16-lane vectors: at 8 the FMA latency of 2 pipes
     // is covered with no slack; measured x1.10 on cbr_pool, mixed and perception, while 6
-    // rows, which do not divide W = 56, lost 20%). A matmul's default 2-vector lanes already
+    // rows, which do not divide W = 56, lost 20%; 7 and 14 rows, 14 and 28 accumulators,
+    // measured the same as 8). A matmul's default 2-vector lanes already
     // hold 4 registers per vector, 16 accumulators at 4 rows.
     b.vectors = two_vectors ? kBlockVectors : 1;
     const int block_rows = n.op == "conv2d" ? 2 * kBlockRows : kBlockRows;
@@ -246,6 +247,11 @@ class Emitter {
   //                                           (smaller where the tensor is smaller)
   //       acc[block] += a(r) * b(r)   <- 8 vector FMAs, one broadcast, two vector loads
   //     N[block] = acc[block]
+  //
+  // No software prefetch: prefetching the next block's input rows (Func::prefetch at the
+  // pixel-block loop, 1 or 2 blocks ahead) measured x0.97-x0.99 on cbr_pool, mixed and
+  // perception; the input tile is in L2 and the hardware prefetchers follow its rows. The
+  // plan's 7.3.4 prefetch distance is reported, not emitted.
   void block_anchor(const graph::Node& n, Func node_func, Func acc) {
     if (gpu_) return;
     std::vector<Var> a = node_func.args();
@@ -458,6 +464,12 @@ class Emitter {
       }
       // Siblings of a horizontal group share one loop nest where their shapes (and so their
       // tiles) agree and neither reads the other. CPU only: on a GPU each root is a kernel.
+      // Not a diamond (relu -> max_pool and avg_pool in one group, relu computed once per
+      // tile of the pools' fused loop): with compute_with at in_tile and the shared member
+      // computed there, Halide 21 bounds what the second root reads by its whole extent once
+      // the outputs have constant bounds (mixed: the conv computed 56 x 56 in each of 4
+      // tiles), and without constant bounds the blocked conv ran 4x slower. Legality keeps
+      // such a producer out of its window consumers' group; it is stored once instead.
       std::optional<std::pair<Func, Var>> sibling;
       if (g.kind == fusion::GroupKind::horizontal && !gpu_) {
         for (const auto& [other, tiled] : horizontal_roots) {
