@@ -173,7 +173,6 @@ class Emitter {
   LoopLevel tile_level(Func r, Var par) {
     Var tiles("tiles"), in_tile("in_tile");
     r.split(par, tiles, in_tile, 1).parallel(tiles);
-    tile_var_ = tiles;
     return LoopLevel(r, in_tile);
   }
 
@@ -375,7 +374,7 @@ class Emitter {
       // block dims whole, see block_anchor), put no constraint on these tiles; with only
       // such anchors, chunks of the root's dim 0 are safe.
       if (name != root && !reaches_any(name, members, {root})) continue;
-      if (!aligned(name, root, members)) continue;
+      if (!aligned(name, root)) continue;
       rule.chunk_columns = false;
       const graph::Node& n = ig_.node(index_.at(name));
       const bool nchw = is_nchw_conv(n);
@@ -413,18 +412,18 @@ class Emitter {
   // Tiles `root` (which computes node ln's values), puts a blocked anchor and the node's
   // helpers in its tiles, and returns the tile level for the group's other members.
   //
-  // `sibling`: a root of the same horizontal group, of the same shape, already tiled (its
-  // Func and tile var). This root's tile loop is fused into the sibling's (compute_with), so
-  // both read their shared input tile while it is in cache; members of this root are then
-  // computed at the sibling's tile, the fused loop's "parent" in Halide's terms.
+  // `sibling`: a root of the same horizontal group, of the same shape, already tiled. This
+  // root's "tiles" loop is fused into the sibling's (compute_with; loops match by name), so
+  // both read their shared input tile while it is in cache; members of this root stay at its
+  // own in_tile, where Halide bounds them by its tile.
   LoopLevel schedule_root(const ops::LoweredNode& ln, const fusion::FusedGroup& g, Func root,
-                          const std::optional<std::pair<Func, Var>>& sibling = std::nullopt) {
+                          const std::optional<Func>& sibling = std::nullopt) {
     const graph::Shape& shape = tensor_of(ln.node).shape;
     std::optional<LoopLevel> row;
     LoopLevel at =
         root_schedule(root, shape, g.intent.tile_fraction, tile_rule(g, ln.node, shape), &row);
     if (sibling) {
-      root.compute_with(sibling->first, sibling->second);
+      root.compute_with(*sibling, Var("tiles"));
       row.reset();
     }
     root_node_ = ln.node;
@@ -443,7 +442,7 @@ class Emitter {
     const std::set<std::string>& members = group_members_;
     const std::set<std::string> stored(g.intent.stored.begin(), g.intent.stored.end());
     std::map<std::string, LoopLevel> level;  // root node -> its tile level
-    std::vector<std::pair<std::string, std::pair<Func, Var>>> horizontal_roots;  // (Func, tile)
+    std::vector<std::pair<std::string, Func>> horizontal_roots;  // roots owning a tile loop
 
     // Step 1: roots, one per stored node.
     for (const auto& name : g.nodes) {
@@ -470,20 +469,20 @@ class Emitter {
       // the outputs have constant bounds (mixed: the conv computed 56 x 56 in each of 4
       // tiles), and without constant bounds the blocked conv ran 4x slower. Legality keeps
       // such a producer out of its window consumers' group; it is stored once instead.
-      std::optional<std::pair<Func, Var>> sibling;
+      std::optional<Func> sibling;
       if (g.kind == fusion::GroupKind::horizontal && !gpu_) {
-        for (const auto& [other, tiled] : horizontal_roots) {
+        for (const auto& [other, other_root] : horizontal_roots) {
           // compute_with needs the same loop nest: the same shape and the same tile rule.
           if (tensor_of(other).shape == t.shape &&
               tile_rule(g, other, t.shape) == tile_rule(g, name, t.shape) &&
               !reaches_any(other, members, {name}) && !reaches_any(name, members, {other})) {
-            sibling = tiled;
+            sibling = other_root;
             break;
           }
         }
       }
       level.emplace(name, schedule_root(ln, g, root, sibling));
-      if (!sibling) horizontal_roots.emplace_back(name, std::make_pair(root, tile_var_));
+      if (!sibling) horizontal_roots.emplace_back(name, root);
     }
 
     // Step 2: members, at the tile of the one root that reads them (or materialised when
@@ -586,21 +585,20 @@ class Emitter {
   // Is an anchor's index space the root's: the root itself, or of the same rank with no
   // layout change (transpose, reshape ...) after the anchor inside the group? Elementwise
   // ops, windows and pools keep the dims' meaning.
-  bool aligned(const std::string& anchor, const std::string& root,
-               const std::set<std::string>& members) const {
+  bool aligned(const std::string& anchor, const std::string& root) const {
     if (anchor == root) return true;
     if (tensor_of(anchor).shape.size() != tensor_of(root).shape.size()) return false;
     static const std::set<std::string> relayout = {"transpose", "reshape", "flatten", "squeeze",
                                                    "unsqueeze", "expand", "gather"};
     bool moved = false;
-    walk_downstream(anchor, members, [&](const std::string& m) {
+    walk_downstream(anchor, group_members_, [&](const std::string& m) {
       moved = moved || relayout.count(ig_.node(index_.at(m)).op) != 0;
       return m != root;
     });
     return !moved;
   }
   bool aligned_with_root(const std::string& anchor) const {
-    return aligned(anchor, root_node_, group_members_);
+    return aligned(anchor, root_node_);
   }
 
   // Does `name` (transitively, inside the group) feed one of `targets`?
@@ -634,7 +632,6 @@ class Emitter {
   graph::IndexedGraph ig_;
   bool gpu_;
   int vec_ = 8, natural_vec_ = 8, cores_ = 2;  // vec_: the group being scheduled's width
-  Var tile_var_;  // the parallel tile loop of the root root_schedule last tiled (CPU)
   std::string root_node_;  // the root whose tile the member being scheduled is in
   std::set<std::string> group_members_;  // the nodes of the group being scheduled
   std::map<std::string, const ops::LoweredNode*> lowered_;
