@@ -424,13 +424,25 @@ class Lowerer {
   Func reshape(const Node& n) {
     const Shape& s = shape(n, 0);
     const Shape& o = g_.tensor(n.outputs[0]).shape;
-    // Linear row-major offset of the output index, unflattened into the input's shape.
-    Expr flat = 0;
-    for (size_t i = 0; i < o.size(); ++i) flat = flat * int(o[i]) + vars_[i];
+    // Leading and trailing dims that both shapes share map one to one; only the dims between
+    // go through the linear row-major offset, unflattened into the input's middle dims. The
+    // direct map keeps bounds exact: Halide bounds `flat % extent` over a tile by the whole
+    // extent, so a tile of [1, 32] read from a [1, 1, 1, 32] pool through the offset computed
+    // all 32 channels of the pool in each of its 4 tiles.
+    size_t lead = 0, trail = 0;
+    while (lead < s.size() && lead < o.size() && s[lead] == o[lead]) ++lead;
+    while (trail + lead < s.size() && trail + lead < o.size() &&
+           s[s.size() - 1 - trail] == o[o.size() - 1 - trail]) {
+      ++trail;
+    }
     std::vector<Expr> xi(s.size());
-    for (int i = int(s.size()) - 1; i >= 0; --i) {
-      xi[i] = i == 0 ? flat : flat % int(s[i]);
-      if (i > 0) flat = flat / int(s[i]);
+    for (size_t i = 0; i < lead; ++i) xi[i] = vars_[i];
+    for (size_t i = 0; i < trail; ++i) xi[s.size() - 1 - i] = vars_[o.size() - 1 - i];
+    Expr flat = 0;
+    for (size_t i = lead; i + trail < o.size(); ++i) flat = flat * int(o[i]) + vars_[i];
+    for (size_t i = s.size() - trail; i-- > lead;) {
+      xi[i] = i == lead ? flat : flat % int(s[i]);
+      if (i > lead) flat = flat / int(s[i]);
     }
     return define(n, at(in(n, 0), xi));
   }

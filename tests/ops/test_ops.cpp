@@ -232,6 +232,21 @@ TEST_CASE("transpose, reshape, concat") {
                                         return g.reshape(x, {3, 0, 2});
                                       }),
                                kExact);
+  // Shared leading and trailing dims map one to one, the dims between through the offset.
+  for (const auto& [in_shape, out_shape] :
+       std::vector<std::pair<Shape, std::vector<int64_t>>>{
+           {{2, 3, 4, 5}, {2, 12, 5}},   // lead and trail shared
+           {{2, 3, 20}, {2, 3, 4, 5}},   // lead shared, the last dim split
+           {{1, 1, 1, 32}, {1, 32}},     // a global pool's output flattened
+           {{1, 32}, {1, 32, 1, 1}},     // and back
+           {{4, 6}, {2, 2, 3, 2}}}) {    // nothing shared
+    CAPTURE(out_shape.size());
+    check_root_matches_reference(one_op("r3", in_shape,
+                                        [&](GraphBuilder& g, auto x) {
+                                          return g.reshape(x, out_shape);
+                                        }),
+                                 kExact);
+  }
   for (int64_t axis : {0, 1, -1}) {
     CAPTURE(axis);
     GraphBuilder g("concat");
