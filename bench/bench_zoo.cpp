@@ -12,6 +12,7 @@
 
 #include "bench/zoo_model.h"
 #include "fusion/hardware/calibrate.h"
+#include "fusion/hardware/host.h"
 #include "runtime/pool_allocator.h"
 
 namespace {
@@ -47,7 +48,7 @@ int main(int argc, char** argv) {
   benchmark::RegisterBenchmark("roofline/fma_peak", BM_RooflineFmaPeak)->Iterations(1);
   benchmark::RegisterBenchmark("roofline/dram_bandwidth", BM_RooflineDramBandwidth)->Iterations(1);
 
-  const fusion::HardwareProfile profile = fusion::builtin_profile("epyc-avx512-2c");
+  const fusion::HardwareProfile profile = fusion::host_profile();
   static std::vector<std::unique_ptr<bench::ZooCase>> cases;
   std::map<std::string, bench::ZooCase*> by_model;
   for (const runtime::Kernel* k : runtime::Registry::global().all()) {

@@ -2,8 +2,9 @@
 //
 //   GeneratorParams  graph     the graph file (.json, or .onnx)
 //                    strategy  fused | unfused | autoscheduler (set by CMake's AUTOSCHEDULER)
-//                    profile   hardware profile for the cost model (default: this CPU kind on
-//                              CPU targets, h200 on GPU targets)
+//                    profile   hardware profile for the cost model (default: "host", this
+//                              machine measured for the target's ISA, on CPU targets; h200 on
+//                              GPU targets)
 //                    plan_out  where to write the plan JSON (the decision log)
 //                    plan      a user's plan JSON to build instead of the planner's
 //
@@ -16,6 +17,7 @@
 #include "Halide.h"
 #include "fusion/frontend/load_model.h"
 #include "fusion/graph/json_io.h"
+#include "fusion/hardware/host.h"
 #include "fusion/ops/lower.h"
 #include "fusion/planner/planner.h"
 #include "schedules/emitter.h"
@@ -96,9 +98,17 @@ class GraphGenerator : public Generator<GraphGenerator> {
         << "opfuse graph generator: strategy '" << strat
         << "' is neither fused nor unfused, and no autoscheduler was set";
     const bool gpu = get_target().has_gpu_feature();
+    // The default: on a GPU target the H200's, on a CPU target this machine's, measured once
+    // (fusion/hardware/host.h) for the ISA being compiled for, which may not be the host's.
     const std::string prof =
-        std::string(profile).empty() ? (gpu ? "h200" : "epyc-avx512-2c") : std::string(profile);
-    const fusion::HardwareProfile hw = fusion::load_profile(prof);
+        std::string(profile).empty() ? (gpu ? "h200" : "host") : std::string(profile);
+    fusion::HardwareProfile hw;
+    try {
+      hw = prof == "host" && !gpu ? fusion::host_profile(schedules::isa_of(get_target()))
+                                  : fusion::load_profile(prof);
+    } catch (const std::exception& e) {
+      _halide_user_error << "opfuse graph generator: " << e.what() << "\n";
+    }
     const fusion::RooflineCostModel model(hw);
     fusion::PlannerOptions options;
     options.enable_fusion = strat == "fused";

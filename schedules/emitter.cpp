@@ -16,15 +16,18 @@ using namespace Halide;
 
 namespace {
 
-// Accumulator vectors of a register-blocked anchor: 2 vectors of output channels (columns)
-// x 4 unrolled pixels (rows) = 8, enough to cover a 4-cycle FMA latency on 2 FMA pipes.
+// A register-blocked anchor's block: 2 vectors of output channels (columns) x unrolled pixels
+// (rows). Its accumulators take at most half the vector register file, the other half holds
+// the loaded and broadcast inputs: 16 of AVX-512's 32 zmm, 8 of AVX2's 16 ymm. At least 8
+// accumulators cover a 4-cycle FMA latency on 2 FMA pipes. With 16 ymm, 16 accumulators (the
+// AVX-512 block) spill in the reduction loop.
 constexpr int kBlockVectors = 2;
-constexpr int kBlockRows = 4;
+constexpr int kMinBlockRows = 4;  // rows of a block where the extent allows no more
 
 class Emitter {
  public:
   Emitter(const Pipeline& p, const fusion::FusionPlan& plan, const Target& t, int cores)
-      : p_(p), plan_(plan), t_(t), ig_(*p.graph), gpu_(t.has_gpu_feature()) {
+      : p_(p), plan_(plan), t_(t), isa_(isa_of(t)), ig_(*p.graph), gpu_(t.has_gpu_feature()) {
     natural_vec_ = vec_ = std::max(1, t.natural_vector_size(Float(32)));
     cores_ = std::max(1, cores);
     for (const auto& ln : p.lowered->nodes) lowered_[ln.node] = &ln;
@@ -208,28 +211,32 @@ class Emitter {
     if (nchw) {
       // Channels x pixel vectors, 8 accumulators where the channels allow: a block that
       // divides the channel count wastes nothing (12 channels in blocks of 8 compute 16).
+      // 8 accumulators at most, also on AVX-512 (16 measured no faster on perception).
       const std::pair<int, int> shapes[] = {{8, 1}, {4, 2}, {2, 2}};  // (channels, vectors)
+      const int budget = accumulator_registers();
+      auto fits = [&](int ch, int nv) { return (nv == 1 || two_vectors) && ch * nv <= budget; };
       std::optional<std::pair<int, int>> pick;
       for (const auto& [ch, nv] : shapes) {
-        if (!pick && ue % ch == 0 && (nv == 1 || two_vectors)) pick = std::make_pair(ch, nv);
+        if (!pick && ue % ch == 0 && fits(ch, nv)) pick = std::make_pair(ch, nv);
       }
       for (const auto& [ch, nv] : shapes) {
-        if (!pick && ue >= ch && (nv == 1 || two_vectors)) pick = std::make_pair(ch, nv);
+        if (!pick && ue >= ch && fits(ch, nv)) pick = std::make_pair(ch, nv);
       }
       b.rows = pick ? pick->first : 1;
       b.vectors = pick ? pick->second : 1;
       return b;
     }
-    // 2 vectors x 4 rows, or 1 vector x 8 rows where the columns hold one; an NHWC conv
-    // twice the rows (16 accumulators of its 16-lane vectors: at 8 the FMA latency of 2 pipes
-    // is covered with no slack; measured x1.10 on cbr_pool, mixed and perception, while 6
-    // rows, which do not divide W = 56, lost 20%; 7 and 14 rows, 14 and 28 accumulators,
-    // measured the same as 8). A matmul's default 2-vector lanes already
-    // hold 4 registers per vector, 16 accumulators at 4 rows.
+    // The rows fill the accumulator budget (half the register file): on AVX-512 an NHWC conv
+    // is 2 x 8 (16 zmm: at 8 the FMA latency of 2 pipes is covered with no slack; measured
+    // x1.10 on cbr_pool, mixed and perception, while 6 rows, which do not divide W = 56,
+    // lost 20%; 7 and 14 rows, 14 and 28 accumulators, measured the same as 8), a matmul
+    // 2 x 4 of its 2-register lanes (default_lanes: 2 x natural); on AVX2 half the rows.
     b.vectors = two_vectors ? kBlockVectors : 1;
-    const int block_rows = n.op == "conv2d" ? 2 * kBlockRows : kBlockRows;
-    const int rows_wanted = block_rows * kBlockVectors / b.vectors;
-    b.rows = ue >= rows_wanted ? rows_wanted : (ue >= kBlockRows ? kBlockRows : 1);
+    const int regs_per_vector = std::max(1, b.lanes / natural_vec_);
+    const int budget = std::max(1, accumulator_registers() / regs_per_vector);  // in vectors
+    const int rows_wanted = std::max(1, budget / b.vectors);
+    const int fallback = std::min(rows_wanted, kMinBlockRows);
+    b.rows = ue >= rows_wanted ? rows_wanted : (ue >= fallback ? fallback : 1);
     return b;
   }
 
@@ -537,6 +544,11 @@ class Emitter {
     return vectors * natural_vec_;
   }
 
+  // Vector registers an anchor's accumulators may take: half the target's register file.
+  int accumulator_registers() const {
+    return fusion::anchor_accumulator_registers(isa_.vector_registers);
+  }
+
   bool is_nchw_conv(const graph::Node& n) const {
     return n.op == "conv2d" &&
            graph::conv2d_window(n, ig_.graph().tensor(n.inputs[0]), ig_.graph().tensor(n.inputs[1]))
@@ -629,6 +641,7 @@ class Emitter {
   const Pipeline& p_;
   const fusion::FusionPlan& plan_;
   const Target& t_;
+  const fusion::Isa isa_;
   graph::IndexedGraph ig_;
   bool gpu_;
   int vec_ = 8, natural_vec_ = 8, cores_ = 2;  // vec_: the group being scheduled's width
@@ -645,6 +658,18 @@ class Emitter {
 void apply_plan(const Pipeline& p, const fusion::FusionPlan& plan, const Target& target,
                 int cores) {
   Emitter(p, plan, target, cores).run();
+}
+
+fusion::Isa isa_of(const Target& t) {
+  if (t.arch == Target::X86) {
+    if (t.has_feature(Target::AVX512)) return fusion::isa_named("avx512");
+    if (t.has_feature(Target::AVX2) && t.has_feature(Target::FMA)) return fusion::isa_named("avx2");
+    return fusion::isa_named("sse4");
+  }
+  // Arm's NEON and SVE have 32 vector registers; other architectures are assumed to have 16.
+  const int regs = t.arch == Target::ARM ? 32 : 16;
+  return {t.arch == Target::ARM ? "neon" : "other",
+          4 * std::max(1, t.natural_vector_size(Float(32))), regs};
 }
 
 void bound_outputs(const Pipeline& p) {

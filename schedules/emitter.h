@@ -13,8 +13,9 @@
 // layer norm statistics) and per-channel factors are their own small kernels.
 //
 // Anchors (conv, matmul, linear) get a register-blocked update: output channels (or columns)
-// vectorised, several rows unrolled so 8 accumulator vectors cover the FMA latency on two
-// pipes, reduction loops inside, and conv weights repacked once so the vector loads are
+// vectorised, several rows unrolled so that the accumulators (half the target's vector
+// registers: 16 zmm on AVX-512, 8 ymm on AVX2) cover the FMA latency on two pipes, reduction
+// loops inside, and conv weights repacked once so the vector loads are
 // contiguous.
 //
 // The unfused strategy is the same emitter on the unfused plan (every op its own group), so
@@ -25,6 +26,7 @@
 
 #include "Halide.h"
 #include "fusion/graph/graph.h"
+#include "fusion/hardware/profile.h"
 #include "fusion/ops/lower.h"
 #include "fusion/planner/plan.h"
 
@@ -39,6 +41,10 @@ struct Pipeline {
 // `cores`: CPU threads the parallel tiles are sized for (at least two tiles per core).
 void apply_plan(const Pipeline& p, const fusion::FusionPlan& plan, const Halide::Target& target,
                 int cores);
+
+// The vector ISA of a CPU target (width, vector registers): what the register blocks are
+// sized from, and what the host profile is measured for.
+fusion::Isa isa_of(const Halide::Target& target);
 
 // Sets bounds estimates on every output from the graph's shapes (the autoschedulers need them).
 void set_output_estimates(const Pipeline& p);

@@ -12,6 +12,7 @@
 #include "fusion/graph/op_schema.h"
 #include "fusion/graph/zoo.h"
 #include "fusion/hardware/calibrate.h"
+#include "fusion/hardware/host.h"
 #include "fusion/planner/planner.h"
 #include "fusion/reference/executor.h"
 #include "tools/explore/explore.h"
@@ -155,9 +156,13 @@ int compile_command(const CompileCommand& c, const std::string& generator) {
 int calibrate_command(const std::string& out, bool quick) {
   fusion::CalibrationOptions o;
   o.quick = quick;
-  std::printf("calibrating (FMA peak, bandwidth per level, latency)...\n");
+  std::printf("calibrating %s (%s, %d vector registers): FMA peak, bandwidth per level, "
+              "latency...\n",
+              fusion::host_cpu_model().c_str(), o.isa.name.c_str(), o.isa.vector_registers);
+  // The base gives what is not measured (launch overhead, NUMA latencies).
   const fusion::HardwareProfile p = fusion::calibrate(fusion::builtin_profile("epyc-avx512-2c"), o);
-  std::printf("  FMA peak         %8.1f GFLOP/s (%d cores)\n", p.peak_flops_f32 / 1e9, p.cores);
+  std::printf("  FMA peak         %8.1f GFLOP/s (%d cores, %s)\n", p.peak_flops_f32 / 1e9, p.cores,
+              o.isa.name.c_str());
   for (const auto& l : p.levels) {
     std::printf("  %-5s %9.0f KiB %8.1f GB/s\n", l.name.c_str(), l.size_bytes / 1024,
                 l.bandwidth_Bps / 1e9);

@@ -15,7 +15,7 @@ int check_graph(const std::string& path, bool run);
 
 struct PlanCommand {
   std::string graph;
-  std::string profile = "epyc-avx512-2c";
+  std::string profile = "host";
   std::string cost_model = "roofline";  // or learned:WEIGHTS.json
   std::string rules;                    // extra rule file
   std::string json_out;                 // write the plan JSON here

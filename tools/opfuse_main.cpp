@@ -76,7 +76,7 @@ int main(int argc, char** argv) {
   CLI::App* plan_cmd = app.add_subcommand("plan", "plan fusion for a graph and explain each group");
   plan_cmd->add_option("graph", plan.graph, "graph file (.json or .onnx)")->required();
   plan_cmd->add_option("--profile", plan.profile,
-                       "hardware profile: epyc-avx512-2c, x86-avx2-8c, h200, or a .json file");
+                       "hardware profile: host (default: this machine, measured once), epyc-avx512-2c, x86-avx2-8c, h200, or a .json file");
   plan_cmd->add_option("--cost-model", plan.cost_model,
                        "roofline (default) or learned:WEIGHTS.json (opfuse explore learn)");
   plan_cmd->add_option("--rules", plan.rules, "extra fusion rules, one 'name: pattern' a line");

@@ -16,11 +16,13 @@
 
 #include "fusion/cost/cost_model.h"
 #include "fusion/frontend/load_model.h"
+#include "fusion/hardware/host.h"
 #include "fusion/hardware/profile.h"
 #include "fusion/planner/planner.h"
 #include "fusion/reference/compare.h"
 #include "fusion/reference/executor.h"
 #include "schedules/jit.h"
+#include "schedules/emitter.h"
 #include "tools/npy.h"
 
 using namespace opfuse;
@@ -55,7 +57,7 @@ graph::HostTensor read_input(const std::string& file, const graph::Tensor& t) {
 
 int main(int argc, char** argv) {
   CLI::App app{"opfuse run: a model's fused plan through the JIT, on this CPU"};
-  std::string model_path, out_dir, plan_path, profile = "epyc-avx512-2c";
+  std::string model_path, out_dir, plan_path, profile = "host";
   std::vector<std::string> inputs;
   bool check = false;
   int reps = 0;
@@ -72,7 +74,11 @@ int main(int argc, char** argv) {
     std::vector<std::string> rewrites;
     const graph::Graph g = fusion::load_model(model_path, &rewrites);
     for (const auto& r : rewrites) std::printf("%s\n", r.c_str());
-    const fusion::RooflineCostModel model(fusion::load_profile(profile));
+    // "host": this machine, for the ISA the JIT compiles for (HL_JIT_TARGET may name another).
+    const fusion::RooflineCostModel model(
+        profile == "host" ? fusion::host_profile(schedules::isa_of(
+                                Halide::get_jit_target_from_environment()))
+                          : fusion::load_profile(profile));
     fusion::FusionPlan plan;
     if (plan_path.empty()) {
       plan = fusion::plan_fusion(g, model);

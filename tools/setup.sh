@@ -79,6 +79,10 @@ configure_and_build() {
       -DHalide_DIR="$halide_dir/lib64/cmake/Halide" \
       -DHalideHelpers_DIR="$halide_dir/lib64/cmake/HalideHelpers" >&2
   fi
+  # The host profile (FMA peak, bandwidths) is measured once per machine and cached outside
+  # the clone, before the build: measured during it, the other core's compile jobs halve it.
+  "$OPFUSE_VENV/bin/cmake" --build "$OPFUSE_BUILD" --target opfuse_host_profile >&2
+  "$OPFUSE_BUILD/fusion/opfuse_host_profile" >&2
   log "building"
   "$OPFUSE_VENV/bin/cmake" --build "$OPFUSE_BUILD" >&2
 }

@@ -18,9 +18,6 @@ using graph::Node;
 
 namespace {
 
-// Accumulators a register-blocked conv/matmul keeps live: a 4 x 6 block of output vectors
-// (Halide's and oneDNN's AVX-512 sgemm micro-kernels use 24-28 of the 32 zmm registers).
-constexpr int kAnchorAccumulators = 24;
 // Registers a GPU thread needs for indexing and loop state before any value of the group.
 constexpr int kGpuBaseRegisters = 16;
 // Registers per value kept live in a GPU thread (f32 value plus address arithmetic).
@@ -236,7 +233,9 @@ GroupEstimate RooflineCostModel::estimate(const IndexedGraph& ig,
     const auto k = ig.kind(i);
     if (k == graph::FusionKind::out_elementwise_fusable && ig.node(i).op != "max_pool" &&
         ig.node(i).op != "avg_pool") {
-      anchors_live = kAnchorAccumulators;  // members run one after another within a tile
+      // Members run one after another within a tile: one anchor's block is live at a time,
+      // sized as the schedules size it (on a GPU: a thread's one accumulator per value).
+      anchors_live = profile_.gpu ? 1 : anchor_accumulator_registers(profile_.vector_registers);
     }
     int uses = 0;
     for (size_t c : ig.consumers(ig.node(i).outputs[0])) uses += in_group.count(c) ? 1 : 0;

@@ -1,5 +1,7 @@
 #include "fusion/hardware/profile.h"
 
+#include "fusion/hardware/host.h"
+
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -103,6 +105,13 @@ double num(const json& j, const std::string& key, const std::string& source, dou
 
 }  // namespace
 
+Isa isa_named(const std::string& name) {
+  if (name == "avx512") return {"avx512", 64, 32};
+  if (name == "avx2") return {"avx2", 32, 16};
+  if (name == "sse4") return {"sse4", 16, 16};
+  throw std::runtime_error("unknown ISA '" + name + "' (avx512, avx2, sse4)");
+}
+
 std::vector<std::string> builtin_profile_names() {
   return {"epyc-avx512-2c", "x86-avx2-8c", "h200"};
 }
@@ -112,10 +121,11 @@ HardwareProfile builtin_profile(const std::string& name) {
   if (name == "x86-avx2-8c") return x86_avx2_8c();
   if (name == "h200") return h200();
   throw std::runtime_error("no built-in hardware profile '" + name +
-                           "' (built in: epyc-avx512-2c, x86-avx2-8c, h200; or a .json file)");
+                           "' (host, or built in: epyc-avx512-2c, x86-avx2-8c, h200; or a .json file)");
 }
 
 HardwareProfile load_profile(const std::string& name_or_path) {
+  if (name_or_path == "host" && !std::filesystem::exists(name_or_path)) return host_profile();
   if (!std::filesystem::exists(name_or_path)) return builtin_profile(name_or_path);
   std::ifstream in(name_or_path);
   std::stringstream ss;

@@ -14,6 +14,24 @@ struct MemoryLevel {
   double bandwidth_Bps = 0;  // sustained bandwidth, bytes per second, all cores together
 };
 
+// A CPU's vector ISA as the cost model and the schedules see it: the widest vector and the
+// number of architectural vector registers (what register blocks are sized from).
+struct Isa {
+  std::string name;        // "avx512", "avx2", "sse4"
+  int vector_bytes = 16;   // widest f32 vector
+  int vector_registers = 16;
+};
+// Vector registers a register-blocked anchor's accumulators take (conv, matmul): half the
+// register file, the other half holding the loaded and broadcast inputs and the epilogue's
+// values (16 of AVX-512's 32 zmm, 8 of AVX2's 16 ymm). The schedules size their blocks by it
+// and the cost model counts it against R_max.
+inline int anchor_accumulator_registers(int vector_registers) {
+  return vector_registers / 2 > 1 ? vector_registers / 2 : 1;
+}
+
+// The ISAs opfuse plans for on x86-64: avx512 (32 zmm), avx2 (16 ymm, FMA), sse4 (16 xmm).
+Isa isa_named(const std::string& name);
+
 struct HardwareProfile {
   std::string name;
   bool gpu = false;
@@ -43,9 +61,12 @@ struct HardwareProfile {
   const MemoryLevel* level(const std::string& name) const;
 };
 
-// Built-in profiles: "epyc-avx512-2c" (this machine kind), "x86-avx2-8c", "h200".
+// Built-in profiles: "epyc-avx512-2c" (an AVX-512 machine of this kind), "x86-avx2-8c", "h200",
+// for planning for another machine. The default everywhere is "host" (fusion/hardware/host.h):
+// the machine that runs, measured once and cached.
 std::vector<std::string> builtin_profile_names();
-// A built-in by name, or a profile JSON file by path; std::runtime_error names what is wrong.
+// "host" (this machine, host.h), a built-in by name, or a profile JSON file by path;
+// std::runtime_error names what is wrong.
 HardwareProfile load_profile(const std::string& name_or_path);
 HardwareProfile builtin_profile(const std::string& name);
 std::string profile_to_json(const HardwareProfile& p);

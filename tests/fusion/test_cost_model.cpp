@@ -1,7 +1,11 @@
 // Hardware profiles and the cost model, checked against the text's exercises with exact figures.
 #include <doctest/doctest.h>
 
+#include <unistd.h>
+
 #include <cmath>
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <random>
 
@@ -10,6 +14,7 @@
 #include "fusion/graph/builder.h"
 #include "fusion/graph/indexed_graph.h"
 #include "fusion/hardware/calibrate.h"
+#include "fusion/hardware/host.h"
 #include "fusion/planner/planner.h"
 
 using namespace opfuse::fusion;
@@ -225,6 +230,65 @@ TEST_CASE("calibrate (quick) measures a usable profile") {
   }
   CHECK(p.memory_latency_s > 0);
   CHECK(profile_from_json(profile_to_json(p), "measured").peak_flops_f32 == p.peak_flops_f32);
+}
+
+TEST_CASE("the host profile: the CPU's ISA, measured once, cached, read back") {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("opfuse_test_profiles_" +
+                                                     std::to_string(::getpid()));
+  fs::remove_all(dir);
+  ::setenv("OPFUSE_PROFILE_CACHE", dir.c_str(), 1);
+  const Isa isa = host_isa();
+  CHECK((isa.name == "avx512" || isa.name == "avx2" || isa.name == "sse4"));
+  CHECK(isa.vector_registers == (isa.name == "avx512" ? 32 : 16));
+  CHECK(host_runs(isa));
+  const std::string path = host_profile_cache_path(isa);
+  CHECK(path.rfind(dir.string(), 0) == 0);
+  CHECK(path.find(isa.name) != std::string::npos);
+  CHECK(!fs::exists(path));
+  if (isa.name != "sse4") {
+    const HardwareProfile a = host_profile(isa, /*quick=*/true);
+    CHECK(fs::exists(path));
+    CHECK(a.vector_bytes == isa.vector_bytes);
+    CHECK(a.vector_registers == isa.vector_registers);
+    CHECK(a.cores == int(sysconf(_SC_NPROCESSORS_ONLN)));
+    CHECK(a.peak_flops_f32 > 0);
+    // Read back, not measured again: the same numbers to the bit.
+    const HardwareProfile b = host_profile(isa, true);
+    CHECK(b.peak_flops_f32 == a.peak_flops_f32);
+    CHECK(b.main_memory().bandwidth_Bps == a.main_memory().bandwidth_Bps);
+    // "host" by name is the same profile.
+    CHECK(load_profile("host").peak_flops_f32 == a.peak_flops_f32);
+    // A damaged cache entry is measured again and replaced.
+    std::ofstream(path) << "{\"format\": \"opfuse.pro";
+    const HardwareProfile c = host_profile(isa, true);
+    CHECK(c.peak_flops_f32 > 0);
+    std::ifstream in(path);
+    const std::string text((std::istreambuf_iterator<char>(in)), {});
+    CHECK_NOTHROW(profile_from_json(text, path));
+  }
+  // Another ISA's profile has that ISA's registers (scaled from the host's measurement where
+  // the CPU cannot run it, and named so).
+  const Isa other = isa_named(isa.name == "avx512" ? "avx2" : "avx512");
+  const HardwareProfile o = host_profile(other, true);
+  CHECK(o.vector_registers == other.vector_registers);
+  CHECK((host_runs(other) || o.name.find("scaled-to-avx512") != std::string::npos));
+  CHECK_THROWS_WITH_AS(isa_named("mmx"), doctest::Contains("unknown ISA 'mmx'"),
+                       std::runtime_error);
+  ::unsetenv("OPFUSE_PROFILE_CACHE");
+  fs::remove_all(dir);
+}
+
+TEST_CASE("the FMA peak is measured on the ISA asked for, and refused where the CPU lacks it") {
+  const Isa avx2 = isa_named("avx2"), avx512 = isa_named("avx512");
+  if (host_runs(avx2)) CHECK(measure_fma_peak_flops(1, 0.01, avx2) > 0);
+  if (host_runs(avx512)) {
+    CHECK(measure_fma_peak_flops(1, 0.01, avx512) > 0);
+  } else {
+    CHECK_THROWS_WITH_AS(measure_fma_peak_flops(1, 0.01, avx512),
+                         doctest::Contains("no FMA kernel for avx512"), std::runtime_error);
+  }
+  CHECK_THROWS_AS(measure_fma_peak_flops(1, 0.01, isa_named("sse4")), std::runtime_error);
 }
 
 TEST_CASE("7.2.4 learned benefit model: trains, round-trips, and plugs into the planner") {

@@ -19,6 +19,7 @@
 #include "fusion/planner/planner.h"
 #include "fusion/reference/compare.h"
 #include "fusion/reference/executor.h"
+#include "schedules/emitter.h"
 #include "schedules/jit.h"
 
 using namespace opfuse;
@@ -59,6 +60,24 @@ fusion::FusionPlan check_user_groups(const graph::Graph& g,
 }
 
 }  // namespace
+
+TEST_CASE("a CPU target's ISA: vector width and register file, as the register blocks use it") {
+  const fusion::Isa avx2 = schedules::isa_of(Halide::Target("x86-64-linux-sse41-avx-f16c-fma-avx2"));
+  CHECK(avx2.name == "avx2");
+  CHECK(avx2.vector_bytes == 32);
+  CHECK(avx2.vector_registers == 16);
+  CHECK(fusion::anchor_accumulator_registers(avx2.vector_registers) == 8);
+  const fusion::Isa avx512 = schedules::isa_of(
+      Halide::Target("x86-64-linux-sse41-avx-f16c-fma-avx2-avx512-avx512_skylake"));
+  CHECK(avx512.name == "avx512");
+  CHECK(avx512.vector_bytes == 64);
+  CHECK(avx512.vector_registers == 32);
+  CHECK(fusion::anchor_accumulator_registers(avx512.vector_registers) == 16);
+  CHECK(schedules::isa_of(Halide::Target("x86-64-linux-sse41")).name == "sse4");
+  const fusion::Isa arm = schedules::isa_of(Halide::Target("arm-64-linux"));
+  CHECK(arm.vector_registers == 32);
+  CHECK(arm.vector_bytes == 16);
+}
 
 TEST_CASE("random graphs: fused, unfused and random legal plans equal the reference") {
   const uint64_t graphs = env_or("OPFUSE_DIFF_GRAPHS", 100);

@@ -76,7 +76,7 @@ Result result_from_json(const std::string& line);
 
 struct Options {
   std::string graph_path;  // recorded in meta.json (for `explore learn`)
-  std::string profile = "epyc-avx512-2c";
+  std::string profile = "host";
   int budget = 50;           // candidates measured at most
   double time_budget_s = 0;  // wall time at most (0: none)
   int rounds = 3;
