@@ -26,6 +26,13 @@ endif ()
 # Halide 21 emits PTX for at most compute capability 8.6; the driver JIT-compiles it for
 # newer chips (sm_90 on H200), and ptxas -arch=sm_90 checks that it assembles there.
 set(OPFUSE_CUDA_TARGET "host-cuda-cuda_capability_86" CACHE STRING "Halide target for CUDA kernels")
+# Explicit x86-64 ISAs (opfuse_add_fused_library's x86-avx2 and x86-avx512 targets): AVX2 as on
+# Zen 3 / Haswell and later, AVX-512 as Skylake-SP's subset (F, CD, BW, DQ, VL), which Zen 4
+# and later run too.
+set(OPFUSE_X86_AVX2_TARGET "x86-64-linux-sse41-avx-f16c-fma-avx2" CACHE STRING
+    "Halide target for the x86-avx2 kernels")
+set(OPFUSE_X86_AVX512_TARGET "x86-64-linux-sse41-avx-f16c-fma-avx2-avx512-avx512_skylake"
+    CACHE STRING "Halide target for the x86-avx512 kernels")
 set(OPFUSE_OPENCL_TARGET "host-opencl" CACHE STRING "Halide target for OpenCL kernels")
 set(OPFUSE_PTX_ARCH "sm_90" CACHE STRING "ptxas -arch used to check the emitted PTX")
 

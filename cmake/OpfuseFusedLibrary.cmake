@@ -2,7 +2,7 @@
 #     GRAPH <graph.json | model.onnx>
 #     [MODEL <model name>]            # registry key; default: <name>
 #     STRATEGY fused | unfused | Mullapudi2016 | Adams2019 | Li2018 | Anderson2021
-#     TARGETS host [host-opencl] [host-cuda]
+#     TARGETS host [x86-avx2] [x86-avx512] [host-opencl] [host-cuda]
 #     [PROFILE <built-in profile | profile.json>]
 #     [PLAN <plan.json>]              # fused only: build these groups instead of the planner's
 #     [AUTOSCHEDULER_PARAMS <key=value>...])  # e.g. autoscheduler.beam_size=32
@@ -40,6 +40,15 @@ function(opfuse_add_fused_library name)
     if (target STREQUAL "host")
       set(suffix host)
       set(halide_target host)
+    elseif (target STREQUAL "x86-avx2" OR target STREQUAL "x86-avx512")
+      # An explicit x86 ISA, whatever the build machine has: CI runs the AVX2 code path on
+      # every machine, the AVX-512 one where the CPU has it.
+      string(REPLACE "x86-" "" suffix "${target}")
+      if (target STREQUAL "x86-avx2")
+        set(halide_target ${OPFUSE_X86_AVX2_TARGET})
+      else ()
+        set(halide_target ${OPFUSE_X86_AVX512_TARGET})
+      endif ()
     elseif (target STREQUAL "host-opencl")
       set(suffix opencl)
       set(halide_target ${OPFUSE_OPENCL_TARGET})
@@ -52,7 +61,7 @@ function(opfuse_add_fused_library name)
       set(halide_target ${OPFUSE_CUDA_TARGET})
     else ()
       message(FATAL_ERROR "opfuse_add_fused_library(${name}): unknown target '${target}' "
-                          "(host, host-opencl, host-cuda)")
+                          "(host, x86-avx2, x86-avx512, host-opencl, host-cuda)")
     endif ()
     set(lib ${name}_${suffix})
     set(params graph=${graph} strategy=${ARG_STRATEGY}

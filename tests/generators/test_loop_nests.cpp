@@ -1,10 +1,12 @@
 // The fused schedule is visibly the plan's: for every zoo model, the lowered loop nest
 // (Halide's .stmt output of the AOT build) has the plan's inlined members nowhere, its
-// compute_at members inside their root's parallel tile loop, each tile computing a part of
-// the member (not all of it: tiles whose bounds Halide cannot narrow recompute the whole
-// tensor in every tile), its materialised members once outside the tile loops, its stored
+// compute_at members inside their root's parallel tile loop, each of several tiles computing
+// a part of the member (not all of it: tiles whose bounds Halide cannot narrow recompute the
+// whole tensor in every tile; a single tile computes it whole, once), its materialised members once outside the tile loops, its stored
 // nodes produced, and a horizontal group's siblings in one tile loop; the unfused build
-// materialises every node.
+// materialises every node. It reads the host build and the explicit AVX2 and AVX-512 builds,
+// whose vector widths give other tiles (the AVX2 build once chunked perception's classifier
+// into 4 tiles that each computed the whole global pool).
 #include <doctest/doctest.h>
 
 #include <array>
@@ -32,18 +34,39 @@ std::vector<std::string> tile_bodies(const std::string& path) {
   return out;
 }
 
-// name -> elements of `allocate name[type * e0 * e1 ...]` inside a parallel tile body.
-std::map<std::string, int64_t> tile_allocations(const std::string& path) {
+// Extent of each parallel tile loop: body name -> tiles, from
+// `halide_do_par_for((halide_task_t)::<pipeline>_par_for_<loop>, min, extent, ...)`.
+std::map<std::string, int64_t> tile_counts(const std::string& path) {
   std::ifstream in(path);
   std::map<std::string, int64_t> out;
-  std::string line;
-  bool in_tile = false;
+  for (std::string line; std::getline(in, line);) {
+    const size_t call = line.find("halide_do_par_for(");
+    if (call == std::string::npos) continue;
+    const size_t at = line.find("_par_for_", call + 18), comma = line.find(',', at);
+    if (at == std::string::npos || comma == std::string::npos) continue;
+    const size_t second = line.find(',', comma + 1);
+    out[line.substr(at, comma - at)] = std::stoll(line.substr(second + 1));
+  }
+  return out;
+}
+
+struct TileAllocation {
+  int64_t elements = 0;
+  std::string body;  // "_par_for_<loop>": the tile loop it is in
+};
+
+// name -> `allocate name[type * e0 * e1 ...]` inside a parallel tile body.
+std::map<std::string, TileAllocation> tile_allocations(const std::string& path) {
+  std::ifstream in(path);
+  std::map<std::string, TileAllocation> out;
+  std::string line, body;
   while (std::getline(in, line)) {
     if (line.find(" func ") != std::string::npos || line.rfind("func ", 0) == 0) {
-      in_tile = line.find("_par_for_") != std::string::npos;
+      const size_t at = line.find("_par_for_");
+      body = at == std::string::npos ? "" : line.substr(at, line.find(' ', at) - at);
     }
     const size_t a = line.find("allocate ");
-    if (!in_tile || a == std::string::npos) continue;
+    if (body.empty() || a == std::string::npos) continue;
     const size_t open = line.find('[', a), close = line.find(']', a);
     const std::string name = line.substr(a + 9, open - a - 9);
     std::istringstream dims(line.substr(open + 1, close - open - 1));
@@ -51,7 +74,7 @@ std::map<std::string, int64_t> tile_allocations(const std::string& path) {
     for (std::string tok; dims >> tok;) {
       if (std::isdigit(static_cast<unsigned char>(tok[0]))) n *= std::stoll(tok);
     }
-    out[name] = n;
+    out[name] = {n, body};
   }
   return out;
 }
@@ -111,11 +134,12 @@ std::vector<std::array<std::string, 3>> entries() {
 }  // namespace
 
 TEST_CASE("each zoo model's host loop nest follows its plan") {
-  int checked = 0, partial_tiles = 0, horizontal = 0;
+  int checked = 0, partial_tiles = 0, horizontal = 0, accumulators = 0;
   for (const auto& [model, strategy, stmt] : entries()) {
     INFO(model << " " << strategy);
     const auto produces = parse_stmt(stmt);
     const auto allocations = tile_allocations(stmt);
+    const auto tiles = tile_counts(stmt);
     const auto bodies = tile_bodies(stmt);
     const std::string plan_path =
         stmt.substr(0, stmt.size() - 5) + ".plan.json";  // X.stmt -> X.plan.json
@@ -180,10 +204,29 @@ TEST_CASE("each zoo model's host loop nest follows its plan") {
             if (n.name != m) continue;
             for (int64_t d : g.tensor(n.outputs[0]).shape) whole *= d;
           }
-          CHECK_MESSAGE(alloc->second < whole, m << ": a tile computes " << alloc->second
-                                                 << " of its " << whole << " values");
-          ++partial_tiles;
+          // Several tiles that each compute the whole member do its work once per tile. A
+          // single tile computes it once, whole; several must each compute a part.
+          const auto n_tiles = tiles.find(alloc->second.body);
+          REQUIRE_MESSAGE(n_tiles != tiles.end(), "no halide_do_par_for of " << alloc->second.body);
+          CHECK_MESSAGE((alloc->second.elements < whole || n_tiles->second == 1),
+                        m << ": each of " << n_tiles->second << " tiles computes "
+                          << alloc->second.elements << " of its " << whole << " values");
+          partial_tiles += alloc->second.elements < whole;
         }
+      }
+    }
+    // A register-blocked anchor's accumulator (<node>_acc, a stack array per block) takes at
+    // most half the vector registers of its ISA: 8 ymm (64 floats) on AVX2, 16 zmm (256) on
+    // AVX-512. The AVX-512 block on AVX2 (16 ymm of accumulators) spills.
+    const bool avx2 = stmt.find("_avx2.stmt") != std::string::npos;
+    const bool avx512 = stmt.find("_avx512.stmt") != std::string::npos;
+    if (avx2 || avx512) {
+      const int64_t max_floats = avx2 ? 8 * 8 : 16 * 16;
+      for (const auto& [name, a] : allocations) {
+        if (name.size() < 4 || name.compare(name.size() - 4, 4, "_acc") != 0) continue;
+        CHECK_MESSAGE(a.elements <= max_floats, name << ": a block of " << a.elements
+                                                     << " accumulators, at most " << max_floats);
+        ++accumulators;
       }
     }
     if (strategy == "unfused") {
@@ -194,7 +237,8 @@ TEST_CASE("each zoo model's host loop nest follows its plan") {
     }
     ++checked;
   }
-  CHECK(checked == 22);
-  CHECK(partial_tiles >= 9);   // the zoo's conv, matmul and softmax members
-  CHECK(horizontal >= 2);      // attention's QKV, mixed's two pools
+  CHECK(checked == 3 * 22);        // host, x86-avx2 and x86-avx512 builds of fused and unfused
+  CHECK(partial_tiles >= 3 * 9);   // the zoo's conv, matmul and softmax members
+  CHECK(horizontal >= 3 * 2);      // attention's QKV, mixed's two pools
+  CHECK(accumulators >= 2 * 10);   // the zoo's blocked anchors, on AVX2 and on AVX-512
 }
