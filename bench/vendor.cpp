@@ -22,7 +22,19 @@ void sgemm(int M, int N, int K, const float* A, const float* B, float* C, bool t
               K, B, trans_b ? K : N, 0.0f, C, N);
 }
 
+std::string openblas_implementation() {
+  return std::string("OpenBLAS ") + openblas_get_config() + ", core " + openblas_get_corename();
+}
+
+std::optional<VendorBaseline> openblas_model(const std::string& model, ZooCase& c);
+
 std::optional<VendorBaseline> openblas(const std::string& model, ZooCase& c) {
+  auto v = openblas_model(model, c);
+  if (v) v->implementation = openblas_implementation();
+  return v;
+}
+
+std::optional<VendorBaseline> openblas_model(const std::string& model, ZooCase& c) {
   if (model == "mlp") {
     const auto& xs = c.graph.tensor("x").shape;
     const int M = int(xs[0]), D = int(xs[1]), H = int(c.graph.tensor("w1").shape[1]);
@@ -116,7 +128,11 @@ std::optional<VendorBaseline> onednn(const std::string& model, ZooCase& c) {
     for (memory::dim i = 0; i < C * K * K; ++i) net->w_folded[o * C * K * K + i] *= f;
     net->b_folded[o] = beta[o] - mean[o] * f;
   }
-  const memory::desc src_md({N, C, H, W}, dt::f32, tag::nhwc);
+  // The user's NHWC input; the convolution's source in the layout oneDNN prefers (blocked
+  // nChw8c/nChw16c on its AVX2/AVX-512 JIT kernels: forcing nhwc on oneDNN 2.6's AVX2 build
+  // selected `ref:any`, its reference loops, 80x slower).
+  const memory::desc src_user_md({N, C, H, W}, dt::f32, tag::nhwc);
+  const memory::desc src_any({N, C, H, W}, dt::f32, tag::any);
   const memory::desc w_any({O, C, K, K}, dt::f32, tag::any), b_md({O}, dt::f32, tag::x);
   const memory::desc dst_any({N, O, H, W}, dt::f32, tag::any);
   post_ops ops;
@@ -124,15 +140,24 @@ std::optional<VendorBaseline> onednn(const std::string& model, ZooCase& c) {
   primitive_attr attr;
   attr.set_post_ops(ops);
   const auto conv_pd = convolution_forward::primitive_desc(
-      convolution_forward::desc(prop_kind::forward_inference, algorithm::convolution_direct, src_md,
-                                w_any, b_md, dst_any, {1, 1}, {K / 2, K / 2}, {K / 2, K / 2}),
+      convolution_forward::desc(prop_kind::forward_inference, algorithm::convolution_direct,
+                                src_any, w_any, b_md, dst_any, {1, 1}, {K / 2, K / 2},
+                                {K / 2, K / 2}),
       attr, net->eng);
   // Weights reordered once into the primitive's preferred layout (setup, not timed).
   memory w_user({{O, C, K, K}, dt::f32, tag::oihw}, net->eng, net->w_folded.data());
   memory w_mem(conv_pd.weights_desc(), net->eng);
   reorder(w_user, w_mem).execute(net->strm, w_user, w_mem);
   memory b_mem(b_md, net->eng, net->b_folded.data());
-  memory src_mem(src_md, net->eng, const_cast<float*>(c.in("x")));  // read only
+  std::vector<std::string> impls{"conv " + std::string(conv_pd.impl_info_str())};
+  memory src_user(src_user_md, net->eng, const_cast<float*>(c.in("x")));  // read only
+  memory src_mem = src_user;
+  if (conv_pd.src_desc() != src_user_md) {  // the input's reorder is part of the inference
+    src_mem = memory(conv_pd.src_desc(), net->eng);
+    const auto r = reorder::primitive_desc(src_user, src_mem);
+    impls.push_back("input reorder " + std::string(r.impl_info_str()));
+    net->steps.push_back({reorder(r), {{DNNL_ARG_FROM, src_user}, {DNNL_ARG_TO, src_mem}}});
+  }
   memory conv_dst(conv_pd.dst_desc(), net->eng);
   net->steps.push_back({convolution_forward(conv_pd),
                         {{DNNL_ARG_SRC, src_mem},
@@ -150,17 +175,31 @@ std::optional<VendorBaseline> onednn(const std::string& model, ZooCase& c) {
             conv_pd.dst_desc(), pool_any, {2, 2}, {2, 2}, {0, 0}, {0, 0}),
         net->eng);
     memory pool_dst(pool_pd.dst_desc(), net->eng);
+    impls.push_back(n.op + " " + pool_pd.impl_info_str());
     net->steps.push_back(
         {pooling_forward(pool_pd), {{DNNL_ARG_SRC, conv_dst}, {DNNL_ARG_DST, pool_dst}}});
     memory user({{N, O, os[1], os[2]}, dt::f32, tag::nhwc}, net->eng,
                 c.outputs[n.outputs[0]].data.data());
-    net->steps.push_back(
-        {reorder(pool_dst, user), {{DNNL_ARG_FROM, pool_dst}, {DNNL_ARG_TO, user}}});
+    const auto r = reorder::primitive_desc(pool_dst, user);
+    impls.push_back("output reorder " + std::string(r.impl_info_str()));
+    net->steps.push_back({reorder(r), {{DNNL_ARG_FROM, pool_dst}, {DNNL_ARG_TO, user}}});
   }
-  return VendorBaseline{"oneDNN", [net] {
-                          for (auto& [prim, args] : net->steps) prim.execute(net->strm, args);
-                          net->strm.wait();
-                        }};
+  VendorBaseline v{"oneDNN", [net] {
+                     for (auto& [prim, args] : net->steps) prim.execute(net->strm, args);
+                     net->strm.wait();
+                   }};
+  const dnnl_version_t* ver = dnnl_version();
+  v.implementation = "oneDNN " + std::to_string(ver->major) + "." + std::to_string(ver->minor) +
+                     "." + std::to_string(ver->patch) + ":";
+  for (const auto& i : impls) {
+    v.implementation += " " + i + ";";
+    // oneDNN names its reference implementations "ref:..." (and "simple:" reorders are
+    // plain loops too, but only a reorder's, whose cost is the data it moves).
+    v.reference_code = v.reference_code || i.find(" ref:") != std::string::npos ||
+                       i.find(" ref_") != std::string::npos;
+  }
+  v.implementation.pop_back();
+  return v;
 }
 #endif
 
