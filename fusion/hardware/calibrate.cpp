@@ -131,7 +131,9 @@ double measure_fma_peak_flops(int threads, double seconds, const Isa& isa) {
   const bool wide = isa.name == "avx512";
   const double lanes = wide ? 16 : 8;
   double best = 0;
-  for (const auto& [kernel, chains] : fma_kernels(wide)) {
+  for (const auto& kc : fma_kernels(wide)) {
+    const FmaKernel kernel = kc.first;  // not a structured binding: C++17 lambdas cannot capture one
+    const int chains = kc.second;
     long iterations = 1 << 14;
     // Grow until one run takes long enough to time.
     while (true) {
