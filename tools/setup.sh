@@ -56,17 +56,26 @@ install_apt() {
 }
 
 install_venv() {
-  local stamp="$OPFUSE_VENV/.opfuse-stamp" want
-  want=$(printf '%s\n' "${PIP_PACKAGES[@]}")
-  if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && [ -x "$OPFUSE_VENV/bin/cmake" ]; then
+  # The stamp lists every package installed so far: the main job and the test command want
+  # different sets, and alternating them must not rebuild the venv.
+  local stamp="$OPFUSE_VENV/.opfuse-stamp" missing=() p
+  for p in "${PIP_PACKAGES[@]}"; do
+    [ -f "$stamp" ] && grep -qxF -- "$p" "$stamp" || missing+=("$p")
+  done
+  if ((${#missing[@]} == 0)) && [ -x "$OPFUSE_VENV/bin/cmake" ]; then
     return
   fi
-  log "creating Python venv with ${PIP_PACKAGES[*]} in $OPFUSE_VENV"
-  mkdir -p "$(dirname "$OPFUSE_VENV")"
-  python3 -m venv "$OPFUSE_VENV"
-  "$OPFUSE_VENV/bin/pip" install -q --upgrade pip
-  "$OPFUSE_VENV/bin/pip" install -q "${PIP_PACKAGES[@]}"
-  printf '%s' "$want" >"$stamp"
+  if [ ! -x "$OPFUSE_VENV/bin/pip" ]; then
+    log "creating a Python venv in $OPFUSE_VENV"
+    mkdir -p "$(dirname "$OPFUSE_VENV")"
+    python3 -m venv "$OPFUSE_VENV"
+    "$OPFUSE_VENV/bin/pip" install -q --upgrade pip
+    missing=("${PIP_PACKAGES[@]}")
+  fi
+  log "installing ${missing[*]} into $OPFUSE_VENV"
+  "$OPFUSE_VENV/bin/pip" install -q "${missing[@]}"
+  { [ -f "$stamp" ] && cat "$stamp"; printf '%s\n' "${missing[@]}"; } | sort -u >"$stamp.new"
+  mv "$stamp.new" "$stamp"
 }
 
 configure_and_build() {
