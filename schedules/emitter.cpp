@@ -601,7 +601,7 @@ class Emitter {
     if (anchor == root) return true;
     if (tensor_of(anchor).shape.size() != tensor_of(root).shape.size()) return false;
     static const std::set<std::string> relayout = {"transpose", "reshape", "flatten", "squeeze",
-                                                   "unsqueeze", "expand", "gather"};
+                                                   "unsqueeze", "expand", "gather", "slice"};
     bool moved = false;
     walk_downstream(anchor, group_members_, [&](const std::string& m) {
       moved = moved || relayout.count(ig_.node(index_.at(m)).op) != 0;

@@ -50,6 +50,25 @@ struct OnnxModel {
     for (int64_t d : dims) t->add_dims(d);
     for (float x : v) t->add_float_data(x);
   }
+  // A float initializer whose values lie in an external file (as the dynamo exporter writes
+  // weights): only the location, offset and length are in the model; the caller writes the
+  // file. A negative length leaves the key out.
+  void init_external(const std::string& name, const std::vector<int64_t>& dims,
+                     const std::string& location, int64_t offset, int64_t length) {
+    auto* t = m.mutable_graph()->add_initializer();
+    t->set_name(name);
+    t->set_data_type(onnx::TensorProto::FLOAT);
+    for (int64_t d : dims) t->add_dims(d);
+    t->set_data_location(onnx::TensorProto::EXTERNAL);
+    auto kv = [&](const char* k, const std::string& v) {
+      auto* e = t->add_external_data();
+      e->set_key(k);
+      e->set_value(v);
+    };
+    kv("location", location);
+    kv("offset", std::to_string(offset));
+    if (length >= 0) kv("length", std::to_string(length));
+  }
   void init_ints(const std::string& name, const std::vector<int64_t>& v) {
     auto* t = m.mutable_graph()->add_initializer();
     t->set_name(name);

@@ -82,6 +82,15 @@ GraphBuilder::T GraphBuilder::gather(const T& x, int64_t axis, std::vector<int64
       {{"axis", axis}, {"indices", std::move(indices)}, {"scalar", int64_t(scalar ? 1 : 0)}});
 }
 
+GraphBuilder::T GraphBuilder::slice(const T& x, std::vector<int64_t> starts,
+                                    std::vector<int64_t> ends, std::vector<int64_t> axes,
+                                    std::vector<int64_t> steps) {
+  Attrs attrs{{"starts", std::move(starts)}, {"ends", std::move(ends)}};
+  if (!axes.empty()) attrs["axes"] = std::move(axes);
+  if (!steps.empty()) attrs["steps"] = std::move(steps);
+  return node("slice", {x}, std::move(attrs));
+}
+
 GraphBuilder::T GraphBuilder::add(const T& a, const T& b) { return node("add", {a, b}); }
 GraphBuilder::T GraphBuilder::sub(const T& a, const T& b) { return node("sub", {a, b}); }
 GraphBuilder::T GraphBuilder::mul(const T& a, const T& b) { return node("mul", {a, b}); }

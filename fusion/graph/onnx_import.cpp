@@ -3,6 +3,7 @@
 #include <onnx/onnx_pb.h>
 
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <optional>
 #include <set>
@@ -17,8 +18,8 @@ namespace {
 
 class Importer {
  public:
-  Importer(const onnx::ModelProto& model, std::string source)
-      : model_(model), source_(std::move(source)) {
+  Importer(const onnx::ModelProto& model, std::string source, std::string base_dir)
+      : model_(model), source_(std::move(source)), base_dir_(std::move(base_dir)) {
     for (const auto& op : model.opset_import()) {
       if (op.domain().empty() || op.domain() == "ai.onnx") opset_ = op.version();
     }
@@ -67,7 +68,109 @@ class Importer {
                      std::to_string(opset_) + "): " + what);
   }
 
-  static std::vector<float> float_values(const onnx::TensorProto& t) {
+  // --- external data ---------------------------------------------------------------
+  // A tensor whose values lie in a file beside the model (data_location EXTERNAL, as the
+  // dynamo exporter writes every weight: `location`, `offset`, `length`). The location must
+  // name a file inside the model's folder; offset + length must lie within it and length
+  // must be what the dims and type need. The values are read straight into `dst`.
+  struct External {
+    std::filesystem::path file;
+    int64_t offset = 0, length = -1;
+  };
+
+  static bool is_external(const onnx::TensorProto& t) {
+    return t.data_location() == onnx::TensorProto::EXTERNAL;
+  }
+
+  static int64_t element_bytes(int data_type) {
+    switch (data_type) {
+      case onnx::TensorProto::FLOAT: case onnx::TensorProto::INT32: return 4;
+      case onnx::TensorProto::INT64: case onnx::TensorProto::DOUBLE: return 8;
+      case onnx::TensorProto::FLOAT16: case onnx::TensorProto::BFLOAT16: return 2;
+      case onnx::TensorProto::BOOL: case onnx::TensorProto::INT8: case onnx::TensorProto::UINT8:
+        return 1;
+      default: return 0;
+    }
+  }
+
+  External external(const onnx::TensorProto& t) const {
+    namespace fs = std::filesystem;
+    const std::string what = source_ + ": initializer '" + t.name() + "': external data";
+    External e;
+    std::string location;
+    for (const auto& kv : t.external_data()) {
+      try {
+        if (kv.key() == "location") location = kv.value();
+        if (kv.key() == "offset") e.offset = std::stoll(kv.value());
+        if (kv.key() == "length") e.length = std::stoll(kv.value());
+      } catch (const std::exception&) {
+        throw GraphError(what + " has " + kv.key() + " '" + kv.value() + "', not a number");
+      }
+    }
+    if (location.empty()) throw GraphError(what + " names no location");
+    if (base_dir_.empty()) {
+      throw GraphError(what + " lies in '" + location +
+                       "', but the model was not read from a file (no folder to look in)");
+    }
+    const fs::path rel(location);
+    bool up = false;
+    for (const auto& part : rel) up = up || part == "..";
+    if (rel.is_absolute() || up || rel.has_root_name()) {
+      throw GraphError(what + " location '" + location +
+                       "' is outside the model's folder (absolute or with '..'); refused");
+    }
+    std::error_code ec;
+    const fs::path dir = fs::weakly_canonical(fs::path(base_dir_), ec);
+    e.file = fs::weakly_canonical(dir / rel, ec);
+    const std::string d = dir.string() + "/", f = e.file.string();
+    if (ec || f.compare(0, d.size(), d) != 0) {
+      throw GraphError(what + " location '" + location + "' resolves outside the model's folder " +
+                       dir.string() + " (through a link?); refused");
+    }
+    if (!fs::is_regular_file(e.file, ec)) {
+      throw GraphError(what + " file '" + location + "' not found in " + dir.string());
+    }
+    return e;
+  }
+
+  // Reads `count` elements of `t`'s type from its external file into dst (count * size bytes).
+  void read_external(const onnx::TensorProto& t, int64_t count, void* dst) const {
+    const External e = external(t);
+    const std::string what = source_ + ": initializer '" + t.name() + "': external data";
+    const int64_t need = count * element_bytes(t.data_type());
+    if (e.length >= 0 && e.length != need) {
+      throw GraphError(what + " has length " + std::to_string(e.length) + " bytes, but its dims " +
+                       "and type need " + std::to_string(need));
+    }
+    const int64_t size = int64_t(std::filesystem::file_size(e.file));
+    if (e.offset < 0 || e.offset > size || size - e.offset < need) {
+      throw GraphError(what + " needs bytes [" + std::to_string(e.offset) + ", " +
+                       std::to_string(e.offset + need) + ") of '" + e.file.filename().string() +
+                       "', which has " + std::to_string(size));
+    }
+    std::ifstream in(e.file, std::ios::binary);
+    in.seekg(e.offset);
+    in.read(static_cast<char*>(dst), std::streamsize(need));
+    if (!in) throw GraphError(what + ": reading '" + e.file.string() + "' failed");
+  }
+
+  static int64_t dims_elements(const onnx::TensorProto& t) {
+    int64_t n = 1;
+    for (int64_t d : t.dims()) {
+      if (d < 0 || (d > 0 && n > (int64_t(1) << 40) / d)) return -1;
+      n *= d;
+    }
+    return n;
+  }
+
+  std::vector<float> float_values(const onnx::TensorProto& t) const {
+    if (is_external(t)) {
+      const int64_t n = dims_elements(t);
+      if (n < 0) throw GraphError(source_ + ": initializer '" + t.name() + "' has invalid dims");
+      std::vector<float> v(static_cast<size_t>(n));
+      read_external(t, n, v.data());
+      return v;
+    }
     std::vector<float> v(t.float_data().begin(), t.float_data().end());
     if (v.empty() && !t.raw_data().empty()) {
       v.resize(t.raw_data().size() / sizeof(float));
@@ -76,20 +179,31 @@ class Importer {
     return v;
   }
 
-  static std::vector<int64_t> int_values(const onnx::TensorProto& t) {
+  // The raw little-endian bytes of a tensor stored as raw_data or externally.
+  std::string raw_bytes(const onnx::TensorProto& t) const {
+    if (!is_external(t)) return t.raw_data();
+    const int64_t n = dims_elements(t);
+    if (n < 0) throw GraphError(source_ + ": initializer '" + t.name() + "' has invalid dims");
+    std::string b(size_t(n * element_bytes(t.data_type())), '\0');
+    read_external(t, n, b.data());
+    return b;
+  }
+
+  std::vector<int64_t> int_values(const onnx::TensorProto& t) const {
+    const std::string raw = raw_bytes(t);
     std::vector<int64_t> v(t.int64_data().begin(), t.int64_data().end());
     if (t.data_type() == onnx::TensorProto::INT32) {
       v.assign(t.int32_data().begin(), t.int32_data().end());
-      if (v.empty() && !t.raw_data().empty()) {
-        std::vector<int32_t> w(t.raw_data().size() / sizeof(int32_t));
-        std::memcpy(w.data(), t.raw_data().data(), w.size() * sizeof(int32_t));
+      if (v.empty() && !raw.empty()) {
+        std::vector<int32_t> w(raw.size() / sizeof(int32_t));
+        std::memcpy(w.data(), raw.data(), w.size() * sizeof(int32_t));
         v.assign(w.begin(), w.end());
       }
       return v;
     }
-    if (v.empty() && !t.raw_data().empty()) {
-      v.resize(t.raw_data().size() / sizeof(int64_t));
-      std::memcpy(v.data(), t.raw_data().data(), v.size() * sizeof(int64_t));
+    if (v.empty() && !raw.empty()) {
+      v.resize(raw.size() / sizeof(int64_t));
+      std::memcpy(v.data(), raw.data(), v.size() * sizeof(int64_t));
     }
     return v;
   }
@@ -106,8 +220,8 @@ class Importer {
       p.kind = TensorKind::param;
       p.shape.assign(t.dims().begin(), t.dims().end());
       if (p.shape.empty()) p.shape = {1};
-      if (!t.raw_data().empty()) {
-        for (char c : t.raw_data()) p.data.push_back(c ? 1.0f : 0.0f);
+      if (const std::string raw = raw_bytes(t); !raw.empty()) {
+        for (char c : raw) p.data.push_back(c ? 1.0f : 0.0f);
       } else {
         for (int32_t v : t.int32_data()) p.data.push_back(v ? 1.0f : 0.0f);
       }
@@ -223,6 +337,7 @@ class Importer {
     std::vector<std::string> ins;
     for (const auto& in : on.input()) ins.push_back(in.empty() ? "" : resolve(in));
     if (op == "Constant") return constant(on, name);
+    if (op == "Split") return split(on, name, ins);
     if (on.output_size() != 1 && !(op == "Dropout" && on.output_size() == 2)) {
       refuse(on, name, "has " + std::to_string(on.output_size()) + " outputs; opfuse supports 1");
     }
@@ -304,6 +419,10 @@ class Importer {
       if (int_attr(on, "allowzero", 0) != 0) refuse(on, name, "allowzero = 1 is not supported");
       n.attrs["shape"] = ints_input(on, name, ins[1], "the target shape");
       n.inputs.resize(1);
+    } else if (op == "Slice") {
+      n.op = "slice";
+      n.attrs = slice_attrs(on, name, ins);
+      n.inputs.resize(1);
     } else if (op == "Concat") {
       n.op = "concat";
       n.attrs["axis"] = int_attr(on, "axis", 0);
@@ -367,8 +486,8 @@ class Importer {
                  "Gelu, Erf, Exp, Sqrt, Reciprocal, Neg, Pow, Clip, Add, Mul, Sub, Div, MaxPool, "
                  "AveragePool, GlobalAveragePool, Gemm, MatMul, Softmax, LayerNormalization, "
                  "ReduceMean, ReduceSum, ReduceMax, Transpose, Reshape, Flatten, Squeeze, "
-                 "Unsqueeze, Concat, Gather, Expand, Where, Constant, Identity, Dropout, Cast, "
-                 "Shape)");
+                 "Unsqueeze, Concat, Slice, Split, Gather, Expand, Where, Constant, Identity, "
+                 "Dropout, Cast, Shape)");
     }
     try {
       if (fold(n)) return;
@@ -411,6 +530,76 @@ class Importer {
     }
     t.set_name(on.output(0));
     add_initializer(t);
+  }
+
+  // Slice's bounds: constant inputs starts, ends[, axes[, steps]] (attributes before opset 10).
+  Attrs slice_attrs(const onnx::NodeProto& on, const std::string& name,
+                    const std::vector<std::string>& ins) {
+    Attrs a;
+    if (opset_ < 10) {
+      a["starts"] = ints_attr(on, "starts");
+      a["ends"] = ints_attr(on, "ends");
+      if (auto ax = ints_attr(on, "axes"); !ax.empty()) a["axes"] = ax;
+      return a;
+    }
+    if (ins.size() < 3) refuse(on, name, "needs starts and ends");
+    const char* keys[] = {"starts", "ends", "axes", "steps"};
+    for (size_t k = 1; k < ins.size() && k < 5; ++k) {
+      if (ins[k].empty()) continue;
+      a[keys[k - 1]] = ints_input(on, name, ins[k], keys[k - 1]);
+    }
+    return a;
+  }
+
+  // Split: one slice node per output along `axis`, of the sizes given (input `split` from
+  // opset 13, attribute before), else num_outputs (opset 18) or the output count, equal parts
+  // with a smaller last one.
+  void split(const onnx::NodeProto& on, const std::string& name,
+             const std::vector<std::string>& ins) {
+    const Shape x = shape_of(ins.at(0));
+    Node probe;
+    probe.name = name;
+    const int axis = normalize_axis(probe, int_attr(on, "axis", 0), x.size());
+    const int64_t dim = x[size_t(axis)];
+    std::vector<int64_t> sizes = ints_attr(on, "split");
+    if (ins.size() > 1 && !ins[1].empty()) sizes = ints_input(on, name, ins[1], "split");
+    const int64_t parts = on.output_size();
+    if (sizes.empty()) {
+      const int64_t n = int_attr(on, "num_outputs", parts);
+      if (n != parts) {
+        refuse(on, name, "num_outputs " + std::to_string(n) + " but " + std::to_string(parts) +
+                             " outputs");
+      }
+      const int64_t each = (dim + n - 1) / n;
+      for (int64_t i = 0; i < n; ++i) sizes.push_back(std::min(each, dim - i * each));
+    }
+    int64_t total = 0;
+    for (int64_t v : sizes) total += v;
+    if (int64_t(sizes.size()) != parts || total != dim) {
+      refuse(on, name, "split sizes " + shape_to_string(sizes) + " do not divide axis " +
+                           std::to_string(axis) + " of extent " + std::to_string(dim) + " into " +
+                           std::to_string(parts) + " outputs");
+    }
+    int64_t start = 0;
+    for (int64_t i = 0; i < parts; ++i) {
+      Node n;
+      n.name = name + "_" + std::to_string(i);
+      n.op = "slice";
+      n.inputs = {ins[0]};
+      n.outputs = {on.output(int(i))};
+      n.attrs["starts"] = std::vector<int64_t>{start};
+      n.attrs["ends"] = std::vector<int64_t>{start + sizes[size_t(i)]};
+      n.attrs["axes"] = std::vector<int64_t>{axis};
+      start += sizes[size_t(i)];
+      if (sizes[size_t(i)] <= 0) refuse(on, name, "an empty output: empty tensors are not supported");
+      try {
+        if (fold(n)) continue;
+        g_.add_node(std::move(n));
+        g_.infer_node(g_.nodes().size() - 1);
+      } catch (const GraphError& e) {
+        throw GraphError(source_ + ": " + e.what());
+      }
+    }
   }
 
   // The target shape of Flatten, Squeeze or Unsqueeze on an input of shape `in`.
@@ -495,6 +684,16 @@ class Importer {
     }
     if (op == "Unsqueeze" || op == "Squeeze") {
       return set(a, reshaped(on, name, ins, as));
+    }
+    if (op == "Slice" && as.size() <= 1) {  // e.g. Slice(Shape(x), 0, 2)
+      Node n;
+      n.name = name;
+      n.attrs = slice_attrs(on, name, ins);
+      std::vector<int64_t> v;
+      for (const graph::SliceDim& d : slice_dims(n, {int64_t(a.size())})) {
+        for (int64_t i = 0; i < d.extent; ++i) v.push_back(a[size_t(d.start + i * d.step)]);
+      }
+      return set(v, {int64_t(v.size())});
     }
     if (op == "Concat") {
       std::vector<int64_t> v;
@@ -591,6 +790,7 @@ class Importer {
 
   const onnx::ModelProto& model_;
   std::string source_;
+  std::string base_dir_;  // the model file's folder: where external data may lie
   int64_t opset_ = 0;
   Graph g_;
   std::map<std::string, std::vector<int64_t>> int_constants_;
@@ -601,12 +801,13 @@ class Importer {
 
 }  // namespace
 
-Graph import_onnx_bytes(const std::string& bytes, const std::string& source) {
+Graph import_onnx_bytes(const std::string& bytes, const std::string& source,
+                        const std::string& base_dir) {
   onnx::ModelProto model;
   if (!model.ParseFromString(bytes)) {
     throw GraphError(source + ": not a valid ONNX model (protobuf parse failed)");
   }
-  return Importer(model, source).run();
+  return Importer(model, source, base_dir).run();
 }
 
 Graph import_onnx(const std::string& path) {
@@ -614,7 +815,8 @@ Graph import_onnx(const std::string& path) {
   if (!in) throw GraphError(path + ": cannot open the ONNX file");
   std::stringstream ss;
   ss << in.rdbuf();
-  return import_onnx_bytes(ss.str(), path);
+  const std::filesystem::path dir = std::filesystem::path(path).parent_path();
+  return import_onnx_bytes(ss.str(), path, dir.empty() ? "." : dir.string());
 }
 
 }  // namespace opfuse::graph

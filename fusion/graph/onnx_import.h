@@ -1,12 +1,13 @@
 // ONNX import of what PyTorch's exporter emits for common CNN and transformer blocks
-// (opsets 13 to 18), through Debian's libonnx protobuf definitions.
+// (opsets 13 to 21), through Debian's libonnx protobuf definitions.
 //
 //   Conv, BatchNormalization, Relu, Sigmoid, Tanh, Gelu, Erf, Exp, Sqrt, Reciprocal, Neg,
 //   Pow (constant exponent), Clip (bounds as inputs or attributes), Add, Mul, Sub, Div,
 //   MaxPool, AveragePool, GlobalAveragePool, Gemm, MatMul, Softmax, LayerNormalization,
 //   ReduceMean, ReduceSum, ReduceMax (axes as attribute or input), Transpose, Reshape,
-//   Flatten, Squeeze, Unsqueeze, Concat, Gather (constant indices), Expand, Where (constant
-//   condition), Constant, Identity, Dropout, Cast (float32 to float32), Shape
+//   Flatten, Squeeze, Unsqueeze, Concat, Slice and Split (constant bounds and sizes; Split into
+//   one slice per output), Gather (constant indices), Expand, Where (constant condition),
+//   Constant, Identity, Dropout, Cast (float32 to float32), Shape
 //
 // Initializers become params carrying their data; integer tensors (shapes, axes, indices)
 // are import-time constants, and shape arithmetic on them (Shape, Gather, Concat, ...) is
@@ -23,7 +24,13 @@
 
 namespace opfuse::graph {
 
+// Tensors stored outside the model (external data: `location`, `offset`, `length`) are read
+// from files in the model's folder, size-checked against their dims; a location outside the
+// folder (absolute, `..`, a link out) is refused, a missing or short file names the tensor
+// and the file.
 Graph import_onnx(const std::string& path);
-Graph import_onnx_bytes(const std::string& bytes, const std::string& source = "<onnx>");
+// `base_dir`: where external data lies; empty: a model with external data is refused.
+Graph import_onnx_bytes(const std::string& bytes, const std::string& source = "<onnx>",
+                        const std::string& base_dir = "");
 
 }  // namespace opfuse::graph

@@ -50,6 +50,8 @@ const std::vector<OpSchema> kOps = {
     {"transpose", FK::injective, 1, 1, "permute axes (perm)"},
     {"reshape", FK::injective, 1, 1, "new shape (one -1 inferred, 0 copies)"},
     {"concat", FK::injective, 1, -1, "join along axis"},
+    {"slice", FK::injective, 1, 1,
+     "x[starts:ends:steps] along axes (ONNX Slice with constant bounds; default all, step 1)"},
     {"gather", FK::injective, 1, 1,
      "x[..., indices, ...] along axis with constant indices; scalar = 1 drops the axis"},
 };
@@ -351,6 +353,51 @@ std::vector<int64_t> gather_indices(const Node& n, const Shape& x) {
   return idx;
 }
 
+std::vector<SliceDim> slice_dims(const Node& n, const Shape& x) {
+  const std::vector<int64_t> starts = attr_ints(n, "starts", {}), ends = attr_ints(n, "ends", {});
+  std::vector<int64_t> axes = attr_ints(n, "axes", {}), steps = attr_ints(n, "steps", {});
+  if (starts.empty() || starts.size() != ends.size()) {
+    fail(n, "attributes 'starts' and 'ends' must be non-empty and of one length, got " +
+                std::to_string(starts.size()) + " and " + std::to_string(ends.size()));
+  }
+  if (axes.empty()) {
+    for (size_t i = 0; i < starts.size(); ++i) axes.push_back(int64_t(i));
+  }
+  if (steps.empty()) steps.assign(starts.size(), 1);
+  if (axes.size() != starts.size() || steps.size() != starts.size()) {
+    fail(n, "attributes 'axes' and 'steps' must have as many entries as 'starts'");
+  }
+  std::vector<SliceDim> out;
+  for (int64_t d : x) out.push_back({0, 1, d});
+  std::vector<bool> seen(x.size(), false);
+  for (size_t i = 0; i < starts.size(); ++i) {
+    const int a = normalize_axis(n, axes[i], x.size());
+    if (seen[size_t(a)]) fail(n, "axis " + std::to_string(a) + " is sliced twice");
+    seen[size_t(a)] = true;
+    const int64_t dim = x[size_t(a)], step = steps[i];
+    if (step == 0) fail(n, "a step of 0 (axis " + std::to_string(a) + ")");
+    // ONNX's clamping: negative indices count from the end, then clamp to the axis (to
+    // [0, dim] going forward, [-1, dim - 1] going backward).
+    auto wrap = [&](int64_t v) { return v < 0 ? v + dim : v; };
+    int64_t s = wrap(starts[i]), e = wrap(ends[i]);
+    if (step > 0) {
+      s = std::clamp<int64_t>(s, 0, dim);
+      e = std::clamp<int64_t>(e, 0, dim);
+    } else {
+      s = std::clamp<int64_t>(s, 0, dim - 1);
+      e = std::clamp<int64_t>(e, -1, dim - 1);
+    }
+    const int64_t extent = step > 0 ? (e - s + step - 1) / step : (s - e - step - 1) / -step;
+    if (extent <= 0) {
+      fail(n, "the slice of axis " + std::to_string(a) + " [" + std::to_string(starts[i]) + ":" +
+                  std::to_string(ends[i]) + ":" + std::to_string(step) +
+                  "] is empty: empty tensors are not supported");
+    }
+    out[size_t(a)] = {s, step, extent};
+  }
+  return out;
+}
+
 std::vector<Shape> infer_shapes(const Node& n, const std::vector<const Tensor*>& in) {
   const OpSchema& s = schema_of(n);
   const int count = int(in.size());
@@ -400,6 +447,11 @@ std::vector<Shape> infer_shapes(const Node& n, const std::vector<const Tensor*>&
         out.push_back(1);
     }
     if (out.empty()) fail(n, "reduces every axis with keepdims = 0: scalars are not supported");
+    return {out};
+  }
+  if (op == "slice") {
+    Shape out;
+    for (const SliceDim& d : slice_dims(n, x.shape)) out.push_back(d.extent);
     return {out};
   }
   if (op == "gather") {

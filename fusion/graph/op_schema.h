@@ -84,6 +84,13 @@ std::vector<bool> reduced_axes(const Node& n, size_t rank);
 // gather: the constant indices along "axis", negative ones made positive, range-checked.
 std::vector<int64_t> gather_indices(const Node& n, const Shape& x);
 
+// slice: per axis of x, the first index read, the step and the output extent (ONNX Slice's
+// clamping; every axis, the unsliced ones as {0, 1, dim}). GraphError for an empty result.
+struct SliceDim {
+  int64_t start = 0, step = 1, extent = 1;
+};
+std::vector<SliceDim> slice_dims(const Node& n, const Shape& x);
+
 // Numpy broadcasting of two shapes; GraphError naming the node if incompatible.
 Shape broadcast_shapes(const Node& n, const Shape& a, const Shape& b);
 // Resolves a reshape target (one -1 inferred, 0 copies the input's dim).

@@ -112,6 +112,7 @@ class Lowerer {
     if (op == "expand") return define(n, at(in(n, 0), broadcast_index(shape(n, 0), vars_)));
     if (op == "reduce_sum" || op == "reduce_mean" || op == "reduce_max") return reduce(n);
     if (op == "gather") return gather(n);
+    if (op == "slice") return slice(n);
     graph::fail(n, "has no Halide lowering (internal error)");
   }
 
@@ -238,6 +239,16 @@ class Lowerer {
         for (size_t q = idx.size() - 1; q-- > 0;) e = select(v == int(q), int(idx[q]), e);
         xi.push_back(e);
       }
+    }
+    return define(n, at(in(n, 0), xi));
+  }
+
+  Func slice(const Node& n) {
+    const std::vector<graph::SliceDim> d = graph::slice_dims(n, shape(n, 0));
+    std::vector<Expr> xi;
+    for (size_t i = 0; i < d.size(); ++i) {
+      xi.push_back(d[i].step == 1 && d[i].start == 0 ? Expr(vars_[i])
+                                                     : int(d[i].start) + vars_[i] * int(d[i].step));
     }
     return define(n, at(in(n, 0), xi));
   }

@@ -248,6 +248,16 @@ HostTensor run_node(const Graph& g, const Node& n, const std::vector<const HostT
     }
     return y;
   }
+  if (op == "slice") {
+    const std::vector<graph::SliceDim> d = graph::slice_dims(n, x.shape);
+    HostTensor y(out_shape);
+    for_each_index(out_shape, [&](const Index& o, int64_t flat) {
+      Index xi = o;
+      for (size_t i = 0; i < d.size(); ++i) xi[i] = d[i].start + o[i] * d[i].step;
+      y.data[flat] = x.data[offset(x.shape, xi)];
+    });
+    return y;
+  }
   if (op == "gather") {
     const int axis = graph::normalize_axis(n, graph::attr_int(n, "axis", 0), x.shape.size());
     const std::vector<int64_t> idx = graph::gather_indices(n, x.shape);

@@ -3,6 +3,7 @@
 #include <onnx/onnx_pb.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 
 #include "fusion/graph/host_tensor.h"
@@ -184,4 +185,134 @@ TEST_CASE("regression (fuzz): a BOOL initializer without values is refused, not 
   om.output("y");
   opfuse::testing::check_graph_error([&] { import_onnx_bytes(om.bytes(), "bool.onnx"); },
                                      {"initializer 'w'", "[7,4]", "carries 0 values"});
+}
+
+TEST_CASE("ONNX external data: weights in a file beside the model, checked and refused clearly") {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / "opfuse_test_external";
+  fs::remove_all(dir);
+  fs::create_directories(dir / "sub");
+  // Two weights in one data file, the second at an offset, as torch.onnx.export(dynamo=True)
+  // writes MODEL.onnx.data; the bias in a sub-folder.
+  const std::vector<float> w = random_values(2 * 3, -1, 1, 3), b = {0.5f, -0.25f};
+  {
+    std::ofstream data(dir / "m.onnx.data", std::ios::binary);
+    const std::vector<float> pad(4, 9.0f);
+    data.write(reinterpret_cast<const char*>(pad.data()), 16);
+    data.write(reinterpret_cast<const char*>(w.data()), std::streamsize(w.size() * 4));
+    std::ofstream(dir / "sub/b.bin", std::ios::binary)
+        .write(reinterpret_cast<const char*>(b.data()), 8);
+  }
+  auto model = [&](const std::string& w_location, int64_t offset, int64_t length,
+                   const std::string& b_location = "sub/b.bin") {
+    OnnxModel om(20);
+    om.input("x", {4, 3});
+    om.init_external("w", {3, 2}, w_location, offset, length);
+    om.init_external("b", {2}, b_location, 0, -1);
+    om.node("Gemm", "fc", {"x", "w", "b"}, "y");
+    om.output("y");
+    const fs::path path = dir / "m.onnx";
+    std::ofstream(path, std::ios::binary) << om.bytes();
+    return path.string();
+  };
+  const Graph g = import_onnx(model("m.onnx.data", 16, 24));
+  CHECK(g.tensor("w").data == w);
+  CHECK(g.tensor("b").data == b);
+  const TensorMap in = random_inputs(g, 1);
+  CHECK(opfuse::reference::run(g, in).at("y").data.size() == 8);
+
+  opfuse::testing::check_graph_error([&] { import_onnx(model("/etc/passwd", 0, 24)); },
+                                     {"initializer 'w'", "'/etc/passwd'", "outside the model's folder"});
+  opfuse::testing::check_graph_error([&] { import_onnx(model("../m.onnx.data", 16, 24)); },
+                                     {"initializer 'w'", "'../m.onnx.data'", "outside"});
+  opfuse::testing::check_graph_error([&] { import_onnx(model("missing.data", 0, 24)); },
+                                     {"initializer 'w'", "'missing.data'", "not found"});
+  opfuse::testing::check_graph_error(
+      [&] { import_onnx(model("m.onnx.data", 16, 20)); },
+      {"initializer 'w'", "length 20 bytes", "need 24"});
+  opfuse::testing::check_graph_error(
+      [&] { import_onnx(model("m.onnx.data", 32, 24)); },
+      {"initializer 'w'", "bytes [32, 56)", "'m.onnx.data'", "which has 40"});
+  opfuse::testing::check_graph_error(
+      [&] { import_onnx(model("m.onnx.data", 16, -1, "sub")); },
+      {"initializer 'b'", "'sub'", "not found"});
+  // A link inside the folder that points outside it.
+  fs::create_symlink(fs::temp_directory_path(), dir / "out");
+  opfuse::testing::check_graph_error([&] { import_onnx(model("out/x.data", 0, 24)); },
+                                     {"initializer 'w'", "resolves outside the model's folder"});
+  // Bytes without a folder (a fuzzer's, a caller's buffer): external data has nowhere to be.
+  OnnxModel om;
+  om.input("x", {4, 3});
+  om.init_external("w", {3, 2}, "m.onnx.data", 16, 24);
+  om.node("MatMul", "mm", {"x", "w"}, "y");
+  om.output("y");
+  opfuse::testing::check_graph_error([&] { import_onnx_bytes(om.bytes(), "buf.onnx"); },
+                                     {"initializer 'w'", "not read from a file"});
+  fs::remove_all(dir);
+}
+
+TEST_CASE("ONNX Slice and Split: constant bounds, every attribute form, against the reference") {
+  // Slice with axes and steps as inputs (opset 13+), on an NCHW tensor; Split three ways: sizes
+  // as an input (13+), num_outputs (18+), and equal parts by the output count.
+  for (int opset : {13, 18, 20}) {
+    CAPTURE(opset);
+    OnnxModel om(opset);
+    om.input("x", {1, 6, 4, 5});
+    om.init_ints("st", {1, -1});
+    om.init_ints("en", {5, -6});
+    om.init_ints("ax", {1, 3});
+    om.init_ints("sp", {2, -1});
+    om.node("Slice", "sl", {"x", "st", "en", "ax", "sp"}, "s");  // [1, 2, 4, 5]
+    auto* split = om.m.mutable_graph()->add_node();
+    split->set_op_type("Split");
+    split->set_name("split");
+    split->add_input("x");
+    if (opset < 18) {
+      om.init_ints("sizes", {1, 2, 3});
+      split->add_input("sizes");
+    } else {
+      OnnxModel::i(split, "num_outputs", 3);
+    }
+    for (const char* o : {"p0", "p1", "p2"}) split->add_output(o);
+    OnnxModel::i(split, "axis", 1);
+    om.node("Relu", "r", {"s"}, "y");
+    om.node("Concat", "cat", {"p2", "p0"}, "z");
+    OnnxModel::i(om.m.mutable_graph()->mutable_node(om.m.graph().node_size() - 1), "axis", 1);
+    om.output("y");
+    om.output("z");
+    const Graph g = import_onnx_bytes(om.bytes(), "slice.onnx");
+    CHECK(g.tensor("y").shape == Shape{1, 2, 4, 5});
+    CHECK(g.tensor("z").shape == Shape{1, 4, 4, 5});  // 3 + 1 channels, or 2 + 2
+    const TensorMap in = random_inputs(g, 2);
+    const TensorMap out = opfuse::reference::run(g, in);
+    const HostTensor& x = in.at("x");
+    auto at = [&](int64_t c, int64_t h, int64_t w) { return x.data[size_t((c * 4 + h) * 5 + w)]; };
+    // y[0, c, h, w] = relu(x[0, 1 + 2c, h, 4 - w])
+    for (int64_t c = 0; c < 2; ++c)
+      for (int64_t h = 0; h < 4; ++h)
+        for (int64_t w = 0; w < 5; ++w)
+          CHECK(out.at("y").data[size_t((c * 4 + h) * 5 + w)] ==
+                std::max(0.0f, at(1 + 2 * c, h, 4 - w)));
+    // z = concat(x[:, 3:6], x[:, 0:1]) for sizes 1, 2, 3; concat(x[:, 4:6], x[:, 0:2]) for
+    // equal parts of 2.
+    const int64_t first = opset < 18 ? 3 : 4, take = opset < 18 ? 3 : 2;
+    for (int64_t c = 0; c < 4; ++c) {
+      const int64_t src = c < take ? first + c : c - take;
+      CHECK(out.at("z").data[size_t(c * 20 + 7)] == at(src, 1, 2));
+    }
+  }
+  OnnxModel om;
+  om.input("x", {2, 5});
+  om.init_ints("sizes", {2, 2});
+  auto* split = om.m.mutable_graph()->add_node();
+  split->set_op_type("Split");
+  split->set_name("bad_split");
+  split->add_input("x");
+  split->add_input("sizes");
+  split->add_output("a");
+  split->add_output("b");
+  OnnxModel::i(split, "axis", 1);
+  om.output("a");
+  opfuse::testing::check_graph_error([&] { import_onnx_bytes(om.bytes(), "split.onnx"); },
+                                     {"node 'bad_split'", "Split", "[2,2]", "extent 5"});
 }

@@ -14,6 +14,7 @@
 //                       reference by at most ~K * 2^-24 ~ 6e-5 of the sum's scale.
 #include <doctest/doctest.h>
 
+#include <climits>
 #include <cmath>
 #include <functional>
 #include <tuple>
@@ -244,6 +245,22 @@ TEST_CASE("transpose, reshape, concat") {
     check_root_matches_reference(one_op("r3", in_shape,
                                         [&](GraphBuilder& g, auto x) {
                                           return g.reshape(x, out_shape);
+                                        }),
+                                 kExact);
+  }
+  // ONNX Slice: negative indices, clamped ends, steps forward and backward.
+  struct SliceCase {
+    std::vector<int64_t> starts, ends, axes, steps;
+  };
+  for (const auto& [starts, ends, axes, steps] : std::vector<SliceCase>{
+           {{1}, {3}, {1}, {}},                       // one axis
+           {{0, -3}, {INT64_MAX, -1}, {0, 3}, {}},    // open end, negative indices
+           {{4, 0}, {-100, 5}, {2, 3}, {-2, 2}},      // backward with a clamped end, step 2
+           {{1, 0, 1, 0}, {2, 3, 4, 5}, {}, {1, 1, 2, 3}}}) {
+    CAPTURE(starts.size());
+    check_root_matches_reference(one_op("s", {2, 3, 5, 7},
+                                        [&](GraphBuilder& g, auto x) {
+                                          return g.slice(x, starts, ends, axes, steps);
                                         }),
                                  kExact);
   }
