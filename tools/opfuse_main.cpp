@@ -54,6 +54,8 @@ int main(int argc, char** argv) {
       "the zoo: plan, check against the reference, and time fused vs unfused vs autoschedulers");
   demo_cmd->add_option("--out", demo.out_dir, "report folder");
   demo_cmd->add_option("--model", demo.only, "only this zoo model");
+  demo_cmd->add_option("--target", demo.target,
+                       "the zoo's build to measure: host (default), x86-avx2, x86-avx512");
   // PyTorch rows come from the project venv (tools/setup.sh exports OPFUSE_VENV) when it has
   // torch (OPFUSE_WITH_TORCH=1).
   if (const char* venv = std::getenv("OPFUSE_VENV")) demo.python = std::string(venv) + "/bin/python";

@@ -171,13 +171,29 @@ json pytorch_rows(const ReportOptions& o, double seconds) {
 int run_report(const ReportOptions& o) {
   runtime::use_pooled_allocator();
   const int threads = int(std::max(1u, std::thread::hardware_concurrency()));
-  std::printf("opfuse: fused vs unfused vs Halide's autoschedulers on the model zoo (host CPU)\n");
+  const fusion::Isa isa = o.target == "host"         ? fusion::host_isa()
+                          : o.target == "x86-avx2"   ? fusion::isa_named("avx2")
+                          : o.target == "x86-avx512" ? fusion::isa_named("avx512")
+                                                     : fusion::Isa{};
+  if (isa.name.empty() || !fusion::host_runs(isa)) {
+    std::fprintf(stderr, "opfuse demo: target '%s' %s\n", o.target.c_str(),
+                 isa.name.empty() ? "is not one of host, x86-avx2, x86-avx512"
+                                  : "needs an ISA this CPU does not run");
+    return 1;
+  }
+  if (o.target != "host") {
+    // oneDNN's kernels limited to the same ISA (read at its first primitive); a user's own
+    // setting stands. OpenBLAS picks its core when loaded: its row names the core it ran.
+    setenv("ONEDNN_MAX_CPU_ISA", isa.name == "avx2" ? "AVX2" : "AVX512_CORE", 0);
+  }
+  std::printf("opfuse: fused vs unfused vs Halide's autoschedulers on the model zoo (%s, %s)\n",
+              o.target.c_str(), isa.name.c_str());
   std::printf("measuring this machine's roofline ...\n");
-  const double peak = fusion::measure_fma_peak_flops(threads, 0.3);
+  const double peak = fusion::measure_fma_peak_flops(threads, 0.3, isa);
   const double bw = fusion::measure_bandwidth_Bps(size_t(256) << 20, threads, 0.3);
   // The zoo's CPU-size models mostly fit the last-level cache: their roofline uses the
   // bandwidth of the level that holds their traffic, measured here too (half the LLC).
-  const fusion::HardwareProfile profile = fusion::host_profile();
+  const fusion::HardwareProfile profile = fusion::host_profile(isa);
   const double llc_bytes = profile.level("LLC") ? profile.level("LLC")->size_bytes : 0;
   const double bw_llc =
       llc_bytes > 0 ? fusion::measure_bandwidth_Bps(size_t(llc_bytes / 2), threads, 0.3) : bw;
@@ -188,7 +204,7 @@ int run_report(const ReportOptions& o) {
   fs::create_directories(fs::path(o.out_dir) / "plans");
   std::vector<std::string> models;
   for (const runtime::Kernel* k : runtime::Registry::global().all()) {
-    if (k->target() == "host" &&
+    if (k->target() == o.target &&
         std::find(models.begin(), models.end(), k->model()) == models.end() &&
         (o.only.empty() || o.only == k->model())) {
       models.push_back(k->model());
@@ -235,7 +251,7 @@ int run_report(const ReportOptions& o) {
     std::vector<Candidate> candidates;
     for (const std::string& strategy : kStrategies) {
       try {
-        const runtime::Kernel* k = &runtime::Registry::global().find(model, strategy, "host");
+        const runtime::Kernel* k = &runtime::Registry::global().find(model, strategy, o.target);
         candidates.push_back({strategy, [k, &c] { k->run(c.ins, c.outs); }});
       } catch (const std::out_of_range&) {
       }
@@ -334,7 +350,8 @@ int run_report(const ReportOptions& o) {
 
   // Summary: speed-up table and the plans' explanations.
   std::ofstream md(fs::path(o.out_dir) / "summary.md");
-  md << "# opfuse report\n\nRoofline measured in this run: FMA peak " << int(peak / 1e9)
+  md << "# opfuse report\n\nTarget " << o.target << " (" << isa.name
+     << "). Roofline measured in this run: FMA peak " << int(peak / 1e9)
      << " GFLOP/s, DRAM " << bw / 1e9 << " GB/s, " << threads << " cores.\n\n"
      << "| model | strategy | median us | speed-up vs unfused | GB/s | GFLOP/s | % of roofline | "
         "predicted us | "
@@ -365,7 +382,9 @@ int run_report(const ReportOptions& o) {
     std::printf("  %s\n", g.c_str());
   }
   md << "\n![roofline](roofline.png)\n";
-  std::ofstream(fs::path(o.out_dir) / "results.json") << json{{"peak_flops", peak},
+  std::ofstream(fs::path(o.out_dir) / "results.json") << json{{"target", o.target},
+                                                              {"isa", isa.name},
+                                                              {"peak_flops", peak},
                                                               {"dram_bandwidth_Bps", bw},
                                                               {"llc_bandwidth_Bps", bw_llc},
                                                               {"cores", threads},

@@ -12,6 +12,9 @@ struct ReportOptions {
   // A Python with PyTorch for the eager / torch.compile rows (bench/torch_zoo.py); empty, or
   // one that cannot import torch: those rows are not measured.
   std::string python;
+  // Which build of the zoo: "host", or an explicit ISA ("x86-avx2", "x86-avx512"), measured
+  // against that ISA's roofline; Halide's autoschedulers are built for the host only.
+  std::string target = "host";
 };
 
 // The main job: plans every zoo model, checks each host kernel against the reference
