@@ -388,7 +388,6 @@ class Importer {
       n.attrs["axis"] = int64_t{1};
     } else if (op == "MaxPool" || op == "AveragePool") {
       n.op = op == "MaxPool" ? "max_pool" : "avg_pool";
-      if (int_attr(on, "ceil_mode", 0) != 0) refuse(on, name, "ceil_mode = 1 is not supported");
       for (int64_t d : ints_attr(on, "dilations")) {
         if (d != 1) refuse(on, name, "pooling dilations are not supported");
       }
@@ -396,6 +395,7 @@ class Importer {
       n.attrs["strides"] = std::vector<int64_t>{1, 1};  // ONNX's default stride is 1
       window_attrs(on, n);
       if (op == "AveragePool") n.attrs["count_include_pad"] = int_attr(on, "count_include_pad", 0);
+      if (int_attr(on, "ceil_mode", 0) != 0) ceil_mode_pads(on, name, ins.at(0), n);
       n.attrs["layout"] = std::string("NCHW");
     } else if (op == "GlobalAveragePool") {
       n.op = "global_avg_pool";
@@ -477,7 +477,10 @@ class Importer {
       n.attrs["shape"] = ints_input(on, name, ins.at(1), "the target shape");
       n.inputs.resize(1);
     } else if (op == "Where") {
-      if (!is_param(ins.at(0))) refuse(on, name, "the condition must be a constant");
+      // A condition folded from integer arithmetic (a mask from Equal or LessOrEqual on
+      // shapes) becomes a 0/1 param like a BOOL initializer.
+      if (int_constants_.count(ins.at(0))) n.inputs[0] = int_constant_as_param(ins[0]);
+      if (!is_param(n.inputs[0])) refuse(on, name, "the condition must be a constant");
       n.op = "where";
     } else {
       refuse(on, name,
@@ -487,7 +490,8 @@ class Importer {
                  "AveragePool, GlobalAveragePool, Gemm, MatMul, Softmax, LayerNormalization, "
                  "ReduceMean, ReduceSum, ReduceMax, Transpose, Reshape, Flatten, Squeeze, "
                  "Unsqueeze, Concat, Slice, Split, Gather, Expand, Where, Constant, Identity, "
-                 "Dropout, Cast, Shape)");
+                 "Dropout, Cast, Shape; ConstantOfShape, Range, Equal, Less(OrEqual), "
+                 "Greater(OrEqual) where their inputs are constant)");
     }
     try {
       if (fold(n)) return;
@@ -530,6 +534,20 @@ class Importer {
     }
     t.set_name(on.output(0));
     add_initializer(t);
+  }
+
+  // An integer constant (a 0/1 mask, say) as a float param of its shape, once.
+  std::string int_constant_as_param(const std::string& t) {
+    const std::string name = t + "_as_float";
+    if (!g_.has_tensor(name)) {
+      Tensor p;
+      p.name = name;
+      p.kind = TensorKind::param;
+      p.shape = int_shapes_.at(t).empty() ? Shape{1} : int_shapes_.at(t);
+      for (int64_t v : int_constants_.at(t)) p.data.push_back(float(v));
+      g_.add_tensor(std::move(p));
+    }
+    return name;
   }
 
   // Slice's bounds: constant inputs starts, ends[, axes[, steps]] (attributes before opset 10).
@@ -656,6 +674,52 @@ class Importer {
       const Shape s = shape_of(ins.at(0));
       return set(s, {int64_t(s.size())});
     }
+    if (op == "ConstantOfShape" && !ins.empty() && is_int(ins[0])) {
+      // One value (attribute 'value', default float 0) over a constant shape: an int
+      // constant for an integer value, a param for a float one.
+      const Shape shape = int_constants_.at(ins[0]);
+      onnx::TensorProto value;
+      value.set_data_type(onnx::TensorProto::FLOAT);
+      value.add_float_data(0.0f);
+      if (const auto* a = attr(on, "value")) value = a->t();
+      const int64_t count = num_elements(shape.empty() ? Shape{1} : shape);
+      if (count <= 0 || count > (int64_t(1) << 28)) {
+        refuse(on, name, "shape " + shape_to_string(shape) + ": empty or too large");
+      }
+      if (value.data_type() == onnx::TensorProto::FLOAT) {
+        const std::vector<float> v = float_values(value);
+        if (v.size() != 1) refuse(on, name, "'value' must hold one element");
+        Tensor p;
+        p.name = out;
+        p.kind = TensorKind::param;
+        p.shape = shape.empty() ? Shape{1} : shape;
+        p.data.assign(size_t(count), v[0]);
+        g_.add_tensor(std::move(p));
+        return true;
+      }
+      if (value.data_type() != onnx::TensorProto::INT64 &&
+          value.data_type() != onnx::TensorProto::INT32) {
+        refuse(on, name, "'value' must be float32, int64 or int32");
+      }
+      const std::vector<int64_t> v = int_values(value);
+      if (v.size() != 1) refuse(on, name, "'value' must hold one element");
+      return set(std::vector<int64_t>(size_t(count), v[0]), shape);
+    }
+    if (op == "Range" && ins.size() == 3 && is_int(ins[0]) && is_int(ins[1]) && is_int(ins[2])) {
+      const std::vector<int64_t>&a0 = int_constants_.at(ins[0]), &a1 = int_constants_.at(ins[1]),
+                                 &a2 = int_constants_.at(ins[2]);
+      if (a0.size() != 1 || a1.size() != 1 || a2.size() != 1) {
+        refuse(on, name, "start, limit and delta must be scalars");
+      }
+      if (a2[0] == 0) refuse(on, name, "delta is 0");
+      std::vector<int64_t> v;
+      for (int64_t x = a0[0]; a2[0] > 0 ? x < a1[0] : x > a1[0]; x += a2[0]) {
+        if (v.size() >= (size_t(1) << 24)) refuse(on, name, "the range is too long");
+        v.push_back(x);
+      }
+      if (v.empty()) refuse(on, name, "an empty range: empty tensors are not supported");
+      return set(v, {int64_t(v.size())});
+    }
     if (ins.empty() || !is_int(ins[0])) return false;
     const std::vector<int64_t>& a = int_constants_.at(ins[0]);
     const Shape as = int_shapes_.at(ins[0]);
@@ -702,6 +766,23 @@ class Importer {
         v.insert(v.end(), int_constants_.at(t).begin(), int_constants_.at(t).end());
       }
       return set(v, {int64_t(v.size())});
+    }
+    static const std::set<std::string> compare = {"Equal", "Less", "LessOrEqual", "Greater",
+                                                  "GreaterOrEqual"};
+    if (compare.count(op)) {  // masks from shapes and positions: 0/1 int constants
+      if (!is_int(ins.at(1))) return false;
+      const std::vector<int64_t>& b = int_constants_.at(ins[1]);
+      if (a.size() != b.size() && a.size() != 1 && b.size() != 1) return false;
+      std::vector<int64_t> v(std::max(a.size(), b.size()));
+      for (size_t i = 0; i < v.size(); ++i) {
+        const int64_t x = a[a.size() == 1 ? 0 : i], y = b[b.size() == 1 ? 0 : i];
+        v[i] = op == "Equal"         ? x == y
+               : op == "Less"        ? x < y
+               : op == "LessOrEqual" ? x <= y
+               : op == "Greater"     ? x > y
+                                     : x >= y;
+      }
+      return set(v, a.size() >= b.size() ? as : int_shapes_.at(ins[1]));
     }
     if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div") {
       if (!is_int(ins.at(1))) return false;
@@ -750,6 +831,37 @@ class Importer {
   void window_attrs(const onnx::NodeProto& on, Node& n) {
     if (auto s = ints_attr(on, "strides"); !s.empty()) n.attrs["strides"] = s;
     if (auto p = ints_attr(on, "pads"); !p.empty()) n.attrs["pads"] = p;  // [t, l, b, r]
+  }
+
+  // ceil_mode = 1: the output extent rounds up, out = ceil((H + pads - k) / s) + 1, less one
+  // where the last window would start past the input and its leading pad (ONNX and PyTorch
+  // agree). The extra rows and columns the last window covers become end padding, which max
+  // pooling never picks and average pooling without count_include_pad never counts; with
+  // count_include_pad = 1 PyTorch counts the declared pads but not these, so that form is
+  // refused where it makes a difference.
+  void ceil_mode_pads(const onnx::NodeProto& on, const std::string& name, const std::string& x,
+                      Node& n) {
+    const Shape s = shape_of(x);
+    if (s.size() != 4) refuse(on, name, "ceil_mode = 1 needs a 4-D NCHW input");
+    const std::vector<int64_t> k = attr_ints(n, "kernel", {}), st = attr_ints(n, "strides", {1, 1});
+    std::vector<int64_t> pads = attr_ints(n, "pads", {0, 0, 0, 0});
+    if (k.size() != 2 || st.size() != 2 || pads.size() != 4) {
+      refuse(on, name, "ceil_mode = 1 needs 2-D kernel_shape, strides and pads");
+    }
+    for (int d = 0; d < 2; ++d) {
+      const int64_t in = s[size_t(2 + d)], padded = in + pads[size_t(d)] + pads[size_t(d + 2)];
+      if (st[size_t(d)] <= 0 || padded < k[size_t(d)]) continue;  // validation names it
+      int64_t out = (padded - k[size_t(d)] + st[size_t(d)] - 1) / st[size_t(d)] + 1;
+      if ((out - 1) * st[size_t(d)] >= in + pads[size_t(d)]) --out;
+      const int64_t extra = (out - 1) * st[size_t(d)] + k[size_t(d)] - padded;
+      if (extra <= 0) continue;
+      if (attr_int(n, "count_include_pad", 0) != 0) {
+        refuse(on, name, "ceil_mode = 1 with count_include_pad = 1 is not supported (the "
+                         "window past the end would be counted)");
+      }
+      pads[size_t(d + 2)] += extra;
+    }
+    n.attrs["pads"] = pads;
   }
 
   // Gemm(A, B, C) with alpha = beta = 1 and transA = 0 is linear(A, B') with B' = [K, N]:

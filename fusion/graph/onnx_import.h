@@ -7,7 +7,9 @@
 //   ReduceMean, ReduceSum, ReduceMax (axes as attribute or input), Transpose, Reshape,
 //   Flatten, Squeeze, Unsqueeze, Concat, Slice and Split (constant bounds and sizes; Split into
 //   one slice per output), Gather (constant indices), Expand, Where (constant condition),
-//   Constant, Identity, Dropout, Cast (float32 to float32), Shape
+//   Constant, Identity, Dropout, Cast (float32 to float32), Shape; ConstantOfShape, Range,
+//   Equal, Less, LessOrEqual, Greater, GreaterOrEqual on constants (folded: shapes, masks),
+//   MaxPool and AveragePool with ceil_mode = 1
 //
 // Initializers become params carrying their data; integer tensors (shapes, axes, indices)
 // are import-time constants, and shape arithmetic on them (Shape, Gather, Concat, ...) is

@@ -144,14 +144,18 @@ TEST_CASE("ONNX: unsupported ops and features are refused by name") {
                                        {"input 'x'", "symbolic dimension 'N'"});
   }
   {
+    // ceil_mode with count_include_pad: PyTorch counts the declared pads, not the window's
+    // overhang past the end.
     OnnxModel om;
     om.input("x", {1, 1, 8, 8});
-    auto* p = om.node("MaxPool", "mp", {"x"}, "y");
-    OnnxModel::ints(p, "kernel_shape", {2, 2});
+    auto* p = om.node("AveragePool", "ap", {"x"}, "y");
+    OnnxModel::ints(p, "kernel_shape", {3, 3});
+    OnnxModel::ints(p, "strides", {2, 2});
     OnnxModel::i(p, "ceil_mode", 1);
+    OnnxModel::i(p, "count_include_pad", 1);
     om.output("y");
     opfuse::testing::check_graph_error([&] { import_onnx_bytes(om.bytes()); },
-                                       {"node 'mp'", "ceil_mode"});
+                                       {"node 'ap'", "ceil_mode = 1 with count_include_pad = 1"});
   }
   {
     // Found by fuzz_onnx: a Gemm weight whose data is shorter than its dims was read past its
@@ -315,4 +319,84 @@ TEST_CASE("ONNX Slice and Split: constant bounds, every attribute form, against 
   om.output("a");
   opfuse::testing::check_graph_error([&] { import_onnx_bytes(om.bytes(), "split.onnx"); },
                                      {"node 'bad_split'", "Split", "[2,2]", "extent 5"});
+}
+
+TEST_CASE("ONNX MaxPool and AveragePool with ceil_mode = 1: the last window overhangs the end") {
+  for (const char* op : {"MaxPool", "AveragePool"}) {
+    CAPTURE(op);
+    OnnxModel om;
+    om.input("x", {1, 2, 8, 7});
+    auto* p = om.node(op, "pool", {"x"}, "y");
+    OnnxModel::ints(p, "kernel_shape", {3, 3});
+    OnnxModel::ints(p, "strides", {2, 2});
+    OnnxModel::i(p, "ceil_mode", 1);
+    om.output("y");
+    const Graph g = import_onnx_bytes(om.bytes(), "pool.onnx");
+    // H 8: ceil((8 - 3) / 2) + 1 = 4 (floor: 3); W 7: (7 - 3) / 2 + 1 = 3 either way.
+    REQUIRE(g.tensor("y").shape == Shape{1, 2, 4, 3});
+    const TensorMap in = random_inputs(g, 4);
+    const HostTensor& x = in.at("x");
+    const HostTensor y = opfuse::reference::run(g, in).at("y");
+    const bool max = std::string(op) == "MaxPool";
+    for (int64_t c = 0; c < 2; ++c)
+      for (int64_t i = 0; i < 4; ++i)
+        for (int64_t j = 0; j < 3; ++j) {
+          double acc = max ? -1e30 : 0;
+          int count = 0;
+          for (int64_t h = 2 * i; h < std::min<int64_t>(2 * i + 3, 8); ++h)
+            for (int64_t w = 2 * j; w < std::min<int64_t>(2 * j + 3, 7); ++w) {
+              const double v = x.data[size_t((c * 8 + h) * 7 + w)];
+              acc = max ? std::max(acc, v) : acc + v;
+              ++count;
+            }
+          if (!max) acc /= count;  // the overhang is not counted
+          CHECK(y.data[size_t((c * 4 + i) * 3 + j)] == doctest::Approx(acc).epsilon(1e-6));
+        }
+  }
+}
+
+TEST_CASE("ONNX shape arithmetic folded at import: ConstantOfShape, Range, Equal, LessOrEqual") {
+  // y = x * ConstantOfShape(Shape(x), 2.0); z = Where(Range(0, 4) == 2, x, LessOrEqual(...)
+  // as 0/1) : the masks of position-dependent exports, all constant for a static shape.
+  OnnxModel om(20);
+  om.input("x", {3, 4});
+  om.node("Shape", "shape", {"x"}, "sx");
+  auto* cos = om.node("ConstantOfShape", "cos", {"sx"}, "two");
+  auto* v = cos->add_attribute();
+  v->set_name("value");
+  v->set_type(onnx::AttributeProto::TENSOR);
+  v->mutable_t()->set_data_type(onnx::TensorProto::FLOAT);
+  v->mutable_t()->add_dims(1);
+  v->mutable_t()->add_float_data(2.0f);
+  om.node("Mul", "mul", {"x", "two"}, "y");
+  auto scalar_int = [&](const std::string& name, int64_t value) {
+    auto* t = om.m.mutable_graph()->add_initializer();
+    t->set_name(name);
+    t->set_data_type(onnx::TensorProto::INT64);
+    t->add_int64_data(value);
+  };
+  scalar_int("zero", 0);
+  scalar_int("four", 4);
+  scalar_int("one", 1);
+  scalar_int("two_i", 2);
+  om.node("Range", "range", {"zero", "four", "one"}, "pos");
+  om.node("Equal", "eq", {"pos", "two_i"}, "is2");
+  om.node("LessOrEqual", "le", {"pos", "one"}, "le1");
+  om.node("Cast", "cast", {"le1"}, "le1f");
+  OnnxModel::i(om.m.mutable_graph()->mutable_node(om.m.graph().node_size() - 1), "to",
+               onnx::TensorProto::FLOAT);
+  om.node("Where", "where", {"is2", "x", "le1f"}, "z");
+  om.output("y");
+  om.output("z");
+  const Graph g = import_onnx_bytes(om.bytes(), "shapes.onnx");
+  const TensorMap in = random_inputs(g, 5);
+  const TensorMap out = opfuse::reference::run(g, in);
+  const HostTensor& x = in.at("x");
+  for (size_t i = 0; i < 12; ++i) {
+    const size_t col = i % 4;
+    CHECK(out.at("y").data[i] == 2 * x.data[i]);
+    CHECK(out.at("z").data[i] == (col == 2 ? x.data[i] : col <= 1 ? 1.0f : 0.0f));
+  }
+  // Only the multiply and the select are left: the rest was constant.
+  CHECK(g.nodes().size() == 2);
 }
