@@ -324,7 +324,7 @@ class Emitter {
         if (!gpu_) f.compute_root();
         continue;
       }
-      const bool row_stat = n.op == "softmax" || n.op == "layer_norm";
+      const bool row_stat = graph::has_trait(n.op, graph::OpTrait::row_statistic);
       if (gpu_ && row_stat) {
         if (role == "exp") continue;  // inline: recomputed where the sum and output read it
         f.compute_root();
@@ -563,7 +563,7 @@ class Emitter {
   // Anchors whose accumulators are register-blocked (CPU targets).
   bool is_blocked_anchor(const std::string& name) const {
     const std::string& op = ig_.node(index_.at(name)).op;
-    return !gpu_ && (op == "conv2d" || op == "matmul" || op == "linear");
+    return !gpu_ && graph::has_trait(op, graph::OpTrait::anchor);
   }
 
   bool has_blocked_anchor(const fusion::FusedGroup& g) const {
@@ -576,7 +576,7 @@ class Emitter {
   bool has_row_statistics(const fusion::FusedGroup& g) const {
     for (const auto& name : g.nodes) {
       const std::string& op = ig_.node(index_.at(name)).op;
-      if (op == "softmax" || op == "layer_norm") return true;
+      if (graph::has_trait(op, graph::OpTrait::row_statistic)) return true;
     }
     return false;
   }
@@ -605,11 +605,9 @@ class Emitter {
   bool aligned(const std::string& anchor, const std::string& root) const {
     if (anchor == root) return true;
     if (tensor_of(anchor).shape.size() != tensor_of(root).shape.size()) return false;
-    static const std::set<std::string> relayout = {"transpose", "reshape", "flatten", "squeeze",
-                                                   "unsqueeze", "expand", "gather", "slice"};
     bool moved = false;
     walk_downstream(anchor, group_members_, [&](const std::string& m) {
-      moved = moved || relayout.count(ig_.node(index_.at(m)).op) != 0;
+      moved = moved || graph::has_trait(ig_.node(index_.at(m)).op, graph::OpTrait::moves_layout);
       return m != root;
     });
     return !moved;

@@ -27,9 +27,7 @@ double elements(const IndexedGraph& ig, const std::string& t) {
   return double(graph::num_elements(ig.graph().tensor(t).shape));
 }
 
-bool is_window_op(const std::string& op) {
-  return op == "conv2d" || op == "max_pool" || op == "avg_pool";
-}
+bool is_window_op(const std::string& op) { return graph::has_trait(op, graph::OpTrait::window); }
 
 }  // namespace
 
@@ -52,8 +50,7 @@ int prefetch_distance(double latency_s, double per_iteration_s) {
 }
 
 bool is_transcendental(const std::string& op) {
-  return op == "sigmoid" || op == "tanh" || op == "exp" || op == "gelu" || op == "erf" ||
-         op == "pow" || op == "silu";
+  return graph::has_trait(op, graph::OpTrait::transcendental);
 }
 
 OpStats op_stats(const IndexedGraph& ig, size_t i) {
@@ -230,9 +227,7 @@ GroupEstimate RooflineCostModel::estimate(const IndexedGraph& ig,
   // Resources (R of 7.1.2): values that must stay live at once, and tiles held on chip.
   int anchors_live = 0, shared_values = 0;
   for (size_t i : nodes) {
-    const auto k = ig.kind(i);
-    if (k == graph::FusionKind::out_elementwise_fusable && ig.node(i).op != "max_pool" &&
-        ig.node(i).op != "avg_pool") {
+    if (graph::has_trait(ig.node(i).op, graph::OpTrait::anchor)) {
       // Members run one after another within a tile: one anchor's block is live at a time,
       // sized as the schedules size it (on a GPU: a thread's one accumulator per value).
       anchors_live = profile_.gpu ? 1 : anchor_accumulator_registers(profile_.vector_registers);

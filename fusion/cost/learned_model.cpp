@@ -1,3 +1,4 @@
+#include "fusion/graph/op_schema.h"
 #include "fusion/cost/learned_model.h"
 
 #include <algorithm>
@@ -60,8 +61,8 @@ std::vector<double> features_of(const graph::IndexedGraph& ig, const std::vector
                                                                 : 5;
     ++kinds[slot];
     const std::string& op = ig.node(i).op;
-    window = window || op == "conv2d" || op == "max_pool" || op == "avg_pool";
-    rowstat = rowstat || op == "softmax" || op == "layer_norm";
+    window = window || graph::has_trait(op, graph::OpTrait::window);
+    rowstat = rowstat || graph::has_trait(op, graph::OpTrait::row_statistic);
     transpose = transpose || op == "transpose";
   }
   const double n = double(nodes.size());

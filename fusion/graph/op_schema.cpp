@@ -10,50 +10,50 @@ namespace {
 using FK = FusionKind;
 
 const std::vector<OpSchema> kOps = {
-    // name, fusion kind, inputs min..max, summary
+    // name, fusion kind, inputs min..max, summary, traits (OpTrait)
     {"relu", FK::elementwise, 1, 1, "max(x, 0)"},
     {"leaky_relu", FK::elementwise, 1, 1, "x > 0 ? x : alpha * x (alpha = 0.01)"},
     {"clamp", FK::elementwise, 1, 1, "min(max(x, min), max) (min = 0, max = 6)"},
     {"relu6", FK::elementwise, 1, 1, "min(max(x, 0), 6)"},
-    {"sigmoid", FK::elementwise, 1, 1, "1 / (1 + exp(-x))"},
-    {"tanh", FK::elementwise, 1, 1, "tanh(x)"},
-    {"gelu", FK::elementwise, 1, 1, "x * Phi(x); approximate = \"tanh\" for the tanh form"},
-    {"exp", FK::elementwise, 1, 1, "exp(x)"},
+    {"sigmoid", FK::elementwise, 1, 1, "1 / (1 + exp(-x))", OpTrait::transcendental},
+    {"tanh", FK::elementwise, 1, 1, "tanh(x)", OpTrait::transcendental},
+    {"gelu", FK::elementwise, 1, 1, "x * Phi(x); approximate = \"tanh\" for the tanh form", OpTrait::transcendental},
+    {"exp", FK::elementwise, 1, 1, "exp(x)", OpTrait::transcendental},
     {"sqrt", FK::elementwise, 1, 1, "sqrt(x)"},
     {"reciprocal", FK::elementwise, 1, 1, "1 / x"},
     {"neg", FK::elementwise, 1, 1, "-x"},
-    {"erf", FK::elementwise, 1, 1, "erf(x)"},
-    {"silu", FK::elementwise, 1, 1, "x * sigmoid(x)"},
-    {"pow", FK::elementwise, 1, 1, "x ^ exponent (a constant)"},
+    {"erf", FK::elementwise, 1, 1, "erf(x)", OpTrait::transcendental},
+    {"silu", FK::elementwise, 1, 1, "x * sigmoid(x)", OpTrait::transcendental},
+    {"pow", FK::elementwise, 1, 1, "x ^ exponent (a constant)", OpTrait::transcendental},
     {"add", FK::broadcast, 2, 2, "a + b, numpy broadcasting"},
     {"sub", FK::broadcast, 2, 2, "a - b, numpy broadcasting"},
     {"mul", FK::broadcast, 2, 2, "a * b, numpy broadcasting"},
     {"div", FK::broadcast, 2, 2, "a / b, numpy broadcasting"},
     {"bias_add", FK::broadcast, 2, 2, "x + b along axis (default 1)"},
     {"where", FK::broadcast, 3, 3, "cond != 0 ? a : b (cond, a, b), numpy broadcasting"},
-    {"expand", FK::broadcast, 1, 1, "x broadcast to shape (numpy rules, both ways)"},
+    {"expand", FK::broadcast, 1, 1, "x broadcast to shape (numpy rules, both ways)", OpTrait::moves_layout},
     {"batch_norm", FK::broadcast, 5, 5,
      "inference batch norm (x, gamma, beta, mean, var) along axis (default: channel), epsilon"},
-    {"layer_norm", FK::reduction, 3, 3, "normalise over x.shape[axis:] (x, gamma, beta), epsilon"},
-    {"softmax", FK::reduction, 1, 1, "exp(x - max) / sum, along axis (default -1)"},
+    {"layer_norm", FK::reduction, 3, 3, "normalise over x.shape[axis:] (x, gamma, beta), epsilon", OpTrait::row_statistic},
+    {"softmax", FK::reduction, 1, 1, "exp(x - max) / sum, along axis (default -1)", OpTrait::row_statistic},
     {"global_avg_pool", FK::reduction, 1, 1, "mean over H and W, keeps them as size 1"},
     {"reduce_sum", FK::reduction, 1, 1, "sum over axes (default all), keepdims (default 1)"},
     {"reduce_mean", FK::reduction, 1, 1, "mean over axes (default all), keepdims (default 1)"},
     {"reduce_max", FK::reduction, 1, 1, "max over axes (default all), keepdims (default 1)"},
     {"conv2d", FK::out_elementwise_fusable, 2, 3,
-     "2-D convolution (x, w[, b]); strides, pads, dilations, groups, layout"},
-    {"matmul", FK::out_elementwise_fusable, 2, 2, "a [..., M, K] x b [..., K, N]"},
-    {"linear", FK::out_elementwise_fusable, 2, 3, "x [..., K] x w [K, N] (+ b [N])"},
-    {"max_pool", FK::out_elementwise_fusable, 1, 1, "max over a window; kernel, strides, pads"},
+     "2-D convolution (x, w[, b]); strides, pads, dilations, groups, layout", OpTrait::anchor | OpTrait::window},
+    {"matmul", FK::out_elementwise_fusable, 2, 2, "a [..., M, K] x b [..., K, N]", OpTrait::anchor},
+    {"linear", FK::out_elementwise_fusable, 2, 3, "x [..., K] x w [K, N] (+ b [N])", OpTrait::anchor},
+    {"max_pool", FK::out_elementwise_fusable, 1, 1, "max over a window; kernel, strides, pads", OpTrait::window},
     {"avg_pool", FK::out_elementwise_fusable, 1, 1,
-     "mean over a window; kernel, strides, pads, count_include_pad"},
-    {"transpose", FK::injective, 1, 1, "permute axes (perm)"},
-    {"reshape", FK::injective, 1, 1, "new shape (one -1 inferred, 0 copies)"},
+     "mean over a window; kernel, strides, pads, count_include_pad", OpTrait::window},
+    {"transpose", FK::injective, 1, 1, "permute axes (perm)", OpTrait::moves_layout},
+    {"reshape", FK::injective, 1, 1, "new shape (one -1 inferred, 0 copies)", OpTrait::moves_layout},
     {"concat", FK::injective, 1, -1, "join along axis"},
     {"slice", FK::injective, 1, 1,
-     "x[starts:ends:steps] along axes (ONNX Slice with constant bounds; default all, step 1)"},
+     "x[starts:ends:steps] along axes (ONNX Slice with constant bounds; default all, step 1)", OpTrait::moves_layout},
     {"gather", FK::injective, 1, 1,
-     "x[..., indices, ...] along axis with constant indices; scalar = 1 drops the axis"},
+     "x[..., indices, ...] along axis with constant indices; scalar = 1 drops the axis", OpTrait::moves_layout},
 };
 
 std::string ints_to_string(const std::vector<int64_t>& v) { return shape_to_string(v); }
@@ -157,6 +157,11 @@ Shape window_output_shape(const Node& n, const Tensor& x, const Window2d& w, int
 // ----------------------------------------------------------------------------------------
 
 const std::vector<OpSchema>& all_ops() { return kOps; }
+
+bool has_trait(const std::string& op, unsigned trait) {
+  const OpSchema* s = find_op(op);
+  return s && (s->traits & trait) != 0;
+}
 
 const OpSchema* find_op(const std::string& op) {
   for (const auto& s : kOps) {

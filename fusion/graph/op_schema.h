@@ -21,13 +21,30 @@
 
 namespace opfuse::graph {
 
+// What an op is, beyond its fusion kind: said here once, asked by legality, the patterns,
+// the cost models and the schedules.
+namespace OpTrait {
+enum : unsigned {
+  anchor = 1u << 0,          // register-blocked reduction over a weight (conv, matmul, linear)
+  window = 1u << 1,          // reads a neighbourhood of its input (conv, pools): halos
+  row_statistic = 1u << 2,   // normalises rows by statistics over them (softmax, layer norm)
+  transcendental = 1u << 3,  // exp-based or iterative arithmetic, ~10-20 FLOP per element
+  moves_layout = 1u << 4,    // the output index is a permutation, offset or broadcast of the
+                             // input's (transpose, reshape, expand, gather, slice)
+};
+}  // namespace OpTrait
+
 struct OpSchema {
   const char* name;
   FusionKind kind;
   int min_inputs;
   int max_inputs;  // -1: variadic
   const char* summary;
+  unsigned traits = 0;  // OpTrait bits
 };
+
+// Does `op` have the OpTrait bit `trait`? (false for an unknown op)
+bool has_trait(const std::string& op, unsigned trait);
 
 // nullptr if `op` is not a known operator.
 const OpSchema* find_op(const std::string& op);

@@ -154,7 +154,7 @@ bool atom_matches(const std::string& a, const graph::Node& n, FusionKind k) {
   if (a == "Concat") return op == "concat";
   if (a == "Reduction") return k == FusionKind::reduction;
   if (a == "Injective") return k == FusionKind::injective;
-  if (a == "Anchor") return op == "conv2d" || op == "matmul" || op == "linear";
+  if (a == "Anchor") return graph::has_trait(op, graph::OpTrait::anchor);
   return false;
 }
 

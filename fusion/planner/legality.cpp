@@ -1,3 +1,4 @@
+#include "fusion/graph/op_schema.h"
 #include "fusion/planner/legality.h"
 
 #include <algorithm>
@@ -15,7 +16,7 @@ bool Legality::has_side_effects(const graph::Node& n) {
 }
 
 bool Legality::is_anchor(const graph::Node& n) {
-  return n.op == "conv2d" || n.op == "matmul" || n.op == "linear";
+  return graph::has_trait(n.op, graph::OpTrait::anchor);
 }
 
 FusionDecision Legality::is_convex(const std::vector<size_t>& group) const {
@@ -61,7 +62,7 @@ FusionDecision Legality::windows_read_private_inputs(const std::vector<size_t>& 
   std::unordered_set<size_t> in(group.begin(), group.end());
   for (size_t n : group) {
     const graph::Node& node = ig_.node(n);
-    if (node.op != "conv2d" && node.op != "max_pool" && node.op != "avg_pool") continue;
+    if (!graph::has_trait(node.op, graph::OpTrait::window)) continue;
     const std::string& x = node.inputs[0];
     const int p = ig_.producer(x);
     if (p < 0 || !in.count(size_t(p))) continue;

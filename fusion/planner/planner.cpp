@@ -1,3 +1,4 @@
+#include "fusion/graph/op_schema.h"
 #include "fusion/planner/planner.h"
 
 #include <algorithm>
@@ -546,7 +547,7 @@ class Planner {
   // again (layernorm's 393 KB per tile).
   bool row_statistics_inline(size_t n, const std::unordered_set<size_t>& set) const {
     const std::string& op = ig_.node(n).op;
-    if (op != "softmax" && op != "layer_norm") return false;
+    if (!graph::has_trait(op, graph::OpTrait::row_statistic)) return false;
     for (size_t c : ig_.consumers(ig_.node(n).outputs[0])) {
       if (!set.count(c) || ig_.kind(c) != graph::FusionKind::elementwise) return false;
     }
