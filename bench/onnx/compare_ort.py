@@ -46,13 +46,18 @@ def ort_time(path, feeds, reps):
     return statistics.median(times), dict(zip(names, outs))
 
 
-def opfuse_time(opfuse, path, feeds, reps, work):
-    args = [opfuse, "run", path, "--reps", str(reps), "--outputs", work]
+def opfuse_time(opfuse, path, feeds, reps, work, check=False):
+    args = [opfuse, "run", path, "--reps", str(reps), "--outputs", work] + (["--check"] if check else [])
     for name, value in feeds.items():
         f = os.path.join(work, name + ".in.npy")
         np.save(f, value)
         args += ["--input", f"{name}={f}"]
-    log = subprocess.run(args, check=True, capture_output=True, text=True).stdout
+    run = subprocess.run(args, capture_output=True, text=True)
+    log = run.stdout
+    if check and (run.returncode != 0 or "reference: match" not in log):
+        sys.stdout.write(log + run.stderr)
+        raise SystemExit(f"{path}: opfuse's outputs differ from its reference executor")
+    run.check_returncode()
     m = re.search(r"time: median ([0-9.e+-]+) ms", log)
     kernels = re.search(r"plan: (\d+) kernels for (\d+) ops", log)
     rewrites = [l for l in log.splitlines() if l.startswith("canonicalize:")]
@@ -66,6 +71,8 @@ def main():
     ap.add_argument("--reps", type=int, default=200)
     ap.add_argument("--torch-eager", help="torch_eager.json of export_torch_blocks.py: a PyTorch "
                     "eager column for the models PyTorch exported")
+    ap.add_argument("--check", action="store_true",
+                    help="also compare opfuse's outputs with its reference executor")
     ap.add_argument("models", nargs="+")
     a = ap.parse_args()
     eager = {}
@@ -81,7 +88,8 @@ def main():
         feeds = {i.name: rng.uniform(-1, 1, size=i.shape).astype(np.float32) for i in probe.get_inputs()}
         t_ort, want = ort_time(path, feeds, a.reps)
         with tempfile.TemporaryDirectory() as work:
-            t_opf, (kernels, ops), rewrites = opfuse_time(a.opfuse, path, feeds, a.reps, work)
+            t_opf, (kernels, ops), rewrites = opfuse_time(a.opfuse, path, feeds, a.reps, work,
+                                                          a.check)
             err, ok = 0.0, True
             for name, w in want.items():
                 got = np.load(os.path.join(work, name + ".npy")).reshape(w.shape)

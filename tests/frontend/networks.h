@@ -1,0 +1,29 @@
+// Whole networks as PyTorch's two ONNX exporters write them, at full size and with random
+// weights, built with the ONNX protobuf API (no PyTorch needed):
+//
+//   torchscript  torch.onnx.export(..., dynamo=False), opset 17, eval mode: BatchNorm folded
+//                into the convolutions, nn.Linear as Gemm(transB = 1) after Flatten, ReLU6 as
+//                Clip with input bounds, weights inside the model
+//   dynamo       torch.onnx.export(...) (the default), opset 20: BatchNormalization kept,
+//                adaptive average pooling as ReduceMean with axes as an input, the flatten as
+//                a Reshape to a constant shape, every weight in MODEL.onnx.data beside the
+//                model (external data)
+//
+// Networks: resnet18 (torchvision, 1x3x224x224), mobilenet_v2 (torchvision, 1x3x224x224).
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace opfuse::testing {
+
+enum class ExportStyle { torchscript, dynamo };
+
+const std::vector<std::string>& network_names();
+const char* style_name(ExportStyle s);
+// Writes DIR/<name>_<style>.onnx (and, dynamo, DIR/<name>_<style>.onnx.data); returns the
+// model's path. `image` is the input's height and width (224 for the real networks).
+std::string write_network(const std::string& name, ExportStyle style, const std::string& dir,
+                          int64_t image = 224);
+
+}  // namespace opfuse::testing

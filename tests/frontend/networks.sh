@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# The corpus networks (tests/frontend/networks.h: ResNet-18 and MobileNetV2 at 224x224, as the
+# TorchScript exporter writes them at opset 17 and as the dynamo exporter does at opset 20
+# with external data): each imported, planned, run fused (`opfuse run`, the JIT) and compared
+# with opfuse's reference executor and with ONNX Runtime; ResNet-18's dynamo export also
+# compiled ahead of time (`opfuse compile`). Skipped, and said so, without ONNX Runtime.
+# Usage: networks.sh WRITE_NETWORKS OPFUSE SOURCE_DIR
+set -euo pipefail
+venv="${OPFUSE_VENV:-${XDG_CACHE_HOME:-${HOME:-/tmp}/.cache}/opfuse/venv-halide21}"
+"$venv/bin/python" -c "import onnxruntime" 2>/dev/null || {
+  echo "SKIPPED: ONNX Runtime is not installed (OPFUSE_WITH_PEERS=1 tools/setup.sh)"
+  exit 77
+}
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+"$1" "$work/models" > /dev/null
+models=("$work"/models/*.onnx)
+"$venv/bin/python" "$3/bench/onnx/compare_ort.py" --opfuse "$2" --reps 3 --check \
+  --out "$work/networks.json" "${models[@]}"
+"$2" compile "$work/models/resnet18_dynamo.onnx" --target host --out "$work/lib" > "$work/compile.log"
+test -s "$work/lib/resnet18_dynamo.a" || { cat "$work/compile.log"; exit 1; }
+grep -q "int resnet18_dynamo(" "$work/lib/resnet18_dynamo.h"
+echo "$(( ${#models[@]} + 1 )) passed, 0 failed"
