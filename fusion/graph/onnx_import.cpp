@@ -133,9 +133,10 @@ class Importer {
     return e;
   }
 
-  // Reads `count` elements of `t`'s type from its external file into dst (count * size bytes).
-  void read_external(const onnx::TensorProto& t, int64_t count, void* dst) const {
-    const External e = external(t);
+  // The external range of `count` elements of `t`'s type, checked against the file before
+  // anything is allocated for it.
+  External checked_external(const onnx::TensorProto& t, int64_t count) const {
+    External e = external(t);
     const std::string what = source_ + ": initializer '" + t.name() + "': external data";
     const int64_t need = count * element_bytes(t.data_type());
     if (e.length >= 0 && e.length != need) {
@@ -148,10 +149,19 @@ class Importer {
                        std::to_string(e.offset + need) + ") of '" + e.file.filename().string() +
                        "', which has " + std::to_string(size));
     }
+    e.length = need;
+    return e;
+  }
+
+  // Reads the checked range `e` into dst (e.length bytes).
+  void read_external(const onnx::TensorProto& t, const External& e, void* dst) const {
     std::ifstream in(e.file, std::ios::binary);
     in.seekg(e.offset);
-    in.read(static_cast<char*>(dst), std::streamsize(need));
-    if (!in) throw GraphError(what + ": reading '" + e.file.string() + "' failed");
+    in.read(static_cast<char*>(dst), std::streamsize(e.length));
+    if (!in) {
+      throw GraphError(source_ + ": initializer '" + t.name() + "': external data: reading '" +
+                       e.file.string() + "' failed");
+    }
   }
 
   static int64_t dims_elements(const onnx::TensorProto& t) {
@@ -167,8 +177,9 @@ class Importer {
     if (is_external(t)) {
       const int64_t n = dims_elements(t);
       if (n < 0) throw GraphError(source_ + ": initializer '" + t.name() + "' has invalid dims");
+      const External e = checked_external(t, n);
       std::vector<float> v(static_cast<size_t>(n));
-      read_external(t, n, v.data());
+      read_external(t, e, v.data());
       return v;
     }
     std::vector<float> v(t.float_data().begin(), t.float_data().end());
@@ -184,8 +195,9 @@ class Importer {
     if (!is_external(t)) return t.raw_data();
     const int64_t n = dims_elements(t);
     if (n < 0) throw GraphError(source_ + ": initializer '" + t.name() + "' has invalid dims");
-    std::string b(size_t(n * element_bytes(t.data_type())), '\0');
-    read_external(t, n, b.data());
+    const External e = checked_external(t, n);
+    std::string b(size_t(e.length), '\0');
+    read_external(t, e, b.data());
     return b;
   }
 

@@ -1,7 +1,11 @@
 // Any bytes as an ONNX model: a GraphError, or a validated graph that canonicalises (every
-// rewrite keeps it valid) and plans.
+// rewrite keeps it valid) and plans. External data resolves in a folder of its own beside the
+// work directory, holding one 4 KiB file, w.bin: locations, offsets and lengths are fuzzed
+// against it (and anything outside the folder must be refused).
 #include <cstddef>
 #include <cstdint>
+#include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "fusion/cost/cost_model.h"
@@ -9,11 +13,27 @@
 #include "fusion/pattern/canonicalize.h"
 #include "fusion/planner/planner.h"
 
+namespace {
+
+std::string external_dir() {
+  const std::filesystem::path dir = std::filesystem::current_path() / "fuzz-external";
+  std::filesystem::create_directories(dir);
+  std::ofstream w(dir / "w.bin", std::ios::binary);
+  for (int i = 0; i < 1024; ++i) {
+    const float v = float(i % 17) * 0.125f - 1.0f;
+    w.write(reinterpret_cast<const char*>(&v), sizeof v);
+  }
+  return dir.string();
+}
+
+}  // namespace
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  static const std::string dir = external_dir();
   opfuse::graph::Graph g;
   try {
     g = opfuse::graph::import_onnx_bytes(std::string(reinterpret_cast<const char*>(data), size),
-                                         "fuzz");
+                                         "fuzz", dir);
   } catch (const opfuse::graph::GraphError&) {
     return 0;
   }

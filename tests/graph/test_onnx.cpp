@@ -240,6 +240,18 @@ TEST_CASE("ONNX external data: weights in a file beside the model, checked and r
   opfuse::testing::check_graph_error(
       [&] { import_onnx(model("m.onnx.data", 16, -1, "sub")); },
       {"initializer 'b'", "'sub'", "not found"});
+  // Found by fuzz_onnx: dims far larger than the file were allocated before the file's size
+  // was checked (out of memory); now the range is checked first.
+  {
+    OnnxModel om(20);
+    om.input("x", {4, 3});
+    om.init_external("w", {3, int64_t(1) << 30}, "m.onnx.data", 0, -1);
+    om.node("MatMul", "mm", {"x", "w"}, "y");
+    om.output("y");
+    std::ofstream(dir / "huge.onnx", std::ios::binary) << om.bytes();
+    opfuse::testing::check_graph_error([&] { import_onnx((dir / "huge.onnx").string()); },
+                                       {"initializer 'w'", "which has 40"});
+  }
   // A link inside the folder that points outside it.
   fs::create_symlink(fs::temp_directory_path(), dir / "out");
   opfuse::testing::check_graph_error([&] { import_onnx(model("out/x.data", 0, 24)); },
