@@ -342,9 +342,21 @@ class Importer {
     return g_.tensor(t).shape;
   }
 
+  // One ONNX node. Its inputs are read with .at(): a node with fewer inputs than its op reads
+  // is refused here, naming it, instead of escaping as std::out_of_range (found by fuzz_onnx:
+  // a MaxPool with no input).
   void add_node(const onnx::NodeProto& on, int index) {
     const std::string name =
         on.name().empty() ? on.op_type() + "_" + std::to_string(index) : on.name();
+    try {
+      import_node(on, name);
+    } catch (const std::out_of_range&) {
+      refuse(on, name, "has " + std::to_string(on.input_size()) +
+                           " inputs: too few for the op, or one it reads is not defined");
+    }
+  }
+
+  void import_node(const onnx::NodeProto& on, const std::string& name) {
     const std::string& op = on.op_type();
     std::vector<std::string> ins;
     for (const auto& in : on.input()) ins.push_back(in.empty() ? "" : resolve(in));

@@ -169,6 +169,17 @@ TEST_CASE("ONNX: unsupported ops and features are refused by name") {
     opfuse::testing::check_graph_error([&] { import_onnx_bytes(om.bytes(), "short.onnx"); },
                                        {"initializer 'w'", "[3,4]", "carries 3 values"});
   }
+  {
+    // Found by fuzz_onnx: a pool with no input escaped as std::out_of_range.
+    OnnxModel om;
+    om.input("x", {1, 1, 8, 8});
+    auto* p = om.node("MaxPool", "mp", {}, "y");
+    OnnxModel::ints(p, "kernel_shape", {2, 2});
+    OnnxModel::i(p, "ceil_mode", 1);
+    om.output("y");
+    opfuse::testing::check_graph_error([&] { import_onnx_bytes(om.bytes(), "noin.onnx"); },
+                                       {"node 'mp'", "MaxPool", "has 0 inputs"});
+  }
   opfuse::testing::check_graph_error(
       [] { import_onnx_bytes("not a protobuf at all", "junk.onnx"); },
       {"junk.onnx", "not a valid ONNX model"});
