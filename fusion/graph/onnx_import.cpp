@@ -791,24 +791,11 @@ class Importer {
       }
       return set(v, {int64_t(v.size())});
     }
-    static const std::set<std::string> compare = {"Equal", "Less", "LessOrEqual", "Greater",
-                                                  "GreaterOrEqual"};
-    if (compare.count(op)) {  // masks from shapes and positions: 0/1 int constants
-      if (!is_int(ins.at(1))) return false;
-      const std::vector<int64_t>& b = int_constants_.at(ins[1]);
-      if (a.size() != b.size() && a.size() != 1 && b.size() != 1) return false;
-      std::vector<int64_t> v(std::max(a.size(), b.size()));
-      for (size_t i = 0; i < v.size(); ++i) {
-        const int64_t x = a[a.size() == 1 ? 0 : i], y = b[b.size() == 1 ? 0 : i];
-        v[i] = op == "Equal"         ? x == y
-               : op == "Less"        ? x < y
-               : op == "LessOrEqual" ? x <= y
-               : op == "Greater"     ? x > y
-                                     : x >= y;
-      }
-      return set(v, a.size() >= b.size() ? as : int_shapes_.at(ins[1]));
-    }
-    if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div") {
+    // Binary arithmetic on shapes, and comparisons (masks from shapes and positions, 0/1),
+    // numpy-broadcast between a scalar and a vector.
+    static const std::set<std::string> binary = {
+        "Add", "Sub", "Mul", "Div", "Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual"};
+    if (binary.count(op)) {
       if (!is_int(ins.at(1))) return false;
       const std::vector<int64_t>& b = int_constants_.at(ins[1]);
       if (a.size() != b.size() && a.size() != 1 && b.size() != 1) return false;
@@ -816,7 +803,15 @@ class Importer {
       for (size_t i = 0; i < v.size(); ++i) {
         const int64_t x = a[a.size() == 1 ? 0 : i], y = b[b.size() == 1 ? 0 : i];
         if (op == "Div" && y == 0) refuse(on, name, "integer division by zero");
-        v[i] = op == "Add" ? x + y : op == "Sub" ? x - y : op == "Mul" ? x * y : x / y;
+        v[i] = op == "Add"           ? x + y
+               : op == "Sub"         ? x - y
+               : op == "Mul"         ? x * y
+               : op == "Div"         ? x / y
+               : op == "Equal"       ? x == y
+               : op == "Less"        ? x < y
+               : op == "LessOrEqual" ? x <= y
+               : op == "Greater"     ? x > y
+                                     : x >= y;
       }
       return set(v, a.size() >= b.size() ? as : int_shapes_.at(ins[1]));
     }
