@@ -17,7 +17,6 @@
 #include "Halide.h"
 #include "fusion/frontend/load_model.h"
 #include "fusion/graph/json_io.h"
-#include "fusion/hardware/host.h"
 #include "fusion/ops/lower.h"
 #include "fusion/planner/planner.h"
 #include "schedules/emitter.h"
@@ -104,8 +103,7 @@ class GraphGenerator : public Generator<GraphGenerator> {
         std::string(profile).empty() ? (gpu ? "h200" : "host") : std::string(profile);
     fusion::HardwareProfile hw;
     try {
-      hw = prof == "host" && !gpu ? fusion::host_profile(schedules::isa_of(get_target()))
-                                  : fusion::load_profile(prof);
+      hw = schedules::profile_for(prof, get_target());
     } catch (const std::exception& e) {
       _halide_user_error << "opfuse graph generator: " << e.what() << "\n";
     }

@@ -9,6 +9,7 @@
 
 #include "fusion/graph/indexed_graph.h"
 #include "fusion/graph/op_schema.h"
+#include "fusion/hardware/host.h"
 
 namespace opfuse::schedules {
 
@@ -673,6 +674,11 @@ fusion::Isa isa_of(const Target& t) {
   const int regs = t.arch == Target::ARM ? 32 : 16;
   return {t.arch == Target::ARM ? "neon" : "other",
           4 * std::max(1, t.natural_vector_size(Float(32))), regs};
+}
+
+fusion::HardwareProfile profile_for(const std::string& name, const Target& target) {
+  if (name == "host" && !target.has_gpu_feature()) return fusion::host_profile(isa_of(target));
+  return fusion::load_profile(name);
 }
 
 void bound_outputs(const Pipeline& p) {

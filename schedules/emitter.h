@@ -45,6 +45,9 @@ void apply_plan(const Pipeline& p, const fusion::FusionPlan& plan, const Halide:
 // The vector ISA of a CPU target (width, vector registers): what the register blocks are
 // sized from, and what the host profile is measured for.
 fusion::Isa isa_of(const Halide::Target& target);
+// The hardware profile to plan `target` with: "host" is this machine measured for the
+// target's ISA (fusion/hardware/host.h), anything else fusion::load_profile's.
+fusion::HardwareProfile profile_for(const std::string& name, const Halide::Target& target);
 
 // Sets bounds estimates on every output from the graph's shapes (the autoschedulers need them).
 void set_output_estimates(const Pipeline& p);

@@ -16,7 +16,6 @@
 
 #include "fusion/cost/cost_model.h"
 #include "fusion/frontend/load_model.h"
-#include "fusion/hardware/host.h"
 #include "fusion/hardware/profile.h"
 #include "fusion/planner/planner.h"
 #include "fusion/reference/compare.h"
@@ -76,9 +75,7 @@ int main(int argc, char** argv) {
     for (const auto& r : rewrites) std::printf("%s\n", r.c_str());
     // "host": this machine, for the ISA the JIT compiles for (HL_JIT_TARGET may name another).
     const fusion::RooflineCostModel model(
-        profile == "host" ? fusion::host_profile(schedules::isa_of(
-                                Halide::get_jit_target_from_environment()))
-                          : fusion::load_profile(profile));
+        schedules::profile_for(profile, Halide::get_jit_target_from_environment()));
     fusion::FusionPlan plan;
     if (plan_path.empty()) {
       plan = fusion::plan_fusion(g, model);

@@ -70,11 +70,6 @@ __attribute__((always_inline)) inline float fma_chains(long iterations, float se
   return sum[0];
 }
 
-// The chain counts tried per ISA: the best of them is the peak (which count wins depends on
-// the core's FMA latency and pipe count).
-constexpr int kChainsAvx512[] = {8, 12, 16, 24};
-constexpr int kChainsAvx2[] = {8, 10, 12, 14};
-
 template <int N>
 __attribute__((target("avx512f,fma"))) float fma_avx512(long iterations, float seed) {
   return fma_chains<v16, N>(iterations, seed);
@@ -85,23 +80,21 @@ __attribute__((target("avx2,fma"))) float fma_avx2(long iterations, float seed) 
 }
 
 using FmaKernel = float (*)(long, float);
-// (kernel, chains) for the ISA, in the order of kChains*.
+template <int... N>
+std::vector<std::pair<FmaKernel, int>> avx512_kernels() {
+  return {{fma_avx512<N>, N}...};
+}
+template <int... N>
+std::vector<std::pair<FmaKernel, int>> avx2_kernels() {
+  return {{fma_avx2<N>, N}...};
+}
+// (kernel, chains) tried for the ISA: the best of them is the peak (which count wins depends
+// on the core's FMA latency and pipe count).
 std::vector<std::pair<FmaKernel, int>> fma_kernels(bool wide) {
-  if (wide) {
-    return {{fma_avx512<kChainsAvx512[0]>, kChainsAvx512[0]},
-            {fma_avx512<kChainsAvx512[1]>, kChainsAvx512[1]},
-            {fma_avx512<kChainsAvx512[2]>, kChainsAvx512[2]},
-            {fma_avx512<kChainsAvx512[3]>, kChainsAvx512[3]}};
-  }
-  return {{fma_avx2<kChainsAvx2[0]>, kChainsAvx2[0]},
-          {fma_avx2<kChainsAvx2[1]>, kChainsAvx2[1]},
-          {fma_avx2<kChainsAvx2[2]>, kChainsAvx2[2]},
-          {fma_avx2<kChainsAvx2[3]>, kChainsAvx2[3]}};
+  return wide ? avx512_kernels<8, 12, 16, 24>() : avx2_kernels<8, 10, 12, 14>();
 }
 
 volatile float g_sink;
-
-}  // namespace
 
 // Per-core (L1, L2) or shared (L3) data-cache size: from sysfs, which virtual machines report
 // correctly more often than sysconf, else sysconf, else `fallback`.
@@ -122,6 +115,8 @@ double cache_bytes(int level, int sysconf_name, double fallback) {
   const long v = sysconf(sysconf_name);
   return v > 0 ? double(v) : fallback;
 }
+
+}  // namespace
 
 double measure_fma_peak_flops(int threads, double seconds, const Isa& isa) {
   if ((isa.name != "avx512" && isa.name != "avx2") || !host_runs(isa)) {

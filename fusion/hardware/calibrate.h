@@ -30,8 +30,6 @@ HardwareProfile calibrate(const HardwareProfile& base, const CalibrationOptions&
 // The pieces, for tests and benchmarks.
 double measure_fma_peak_flops(int threads, double seconds, const Isa& isa);
 double measure_fma_peak_flops(int threads, double seconds);  // the host's widest ISA
-// Per-core (L1, L2) or shared (L3) data-cache size from sysfs, else sysconf, else `fallback`.
-double cache_bytes(int level, int sysconf_name, double fallback);
 double measure_bandwidth_Bps(size_t working_set_bytes, int threads, double seconds);
 double measure_latency_s(size_t buffer_bytes, double seconds);
 

@@ -86,8 +86,9 @@ HardwareProfile measure(const Isa& isa, bool quick) {
 }  // namespace
 
 Isa host_isa() {
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma")) return isa_named("avx512");
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return isa_named("avx2");
+  for (const char* name : {"avx512", "avx2"}) {
+    if (host_runs(isa_named(name))) return isa_named(name);
+  }
   return isa_named("sse4");
 }
 
