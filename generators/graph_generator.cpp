@@ -123,13 +123,19 @@ class GraphGenerator : public Generator<GraphGenerator> {
       plan = fusion::plan_fusion(graph_, model, options);
     }
     plan.log.insert(plan.log.begin(), rewrites_.begin(), rewrites_.end());
+    const int cores = gpu ? 1 : int(std::max(1u, std::thread::hardware_concurrency()));
+    fusion::PipelineSchedule records;
+    try {
+      records = fusion::schedule_plan(graph_, plan, schedules::target_facts(get_target(), hw, cores));
+    } catch (const std::exception& e) {
+      _halide_user_error << "opfuse graph generator: " << e.what() << "\n";
+    }
     const std::string out = plan_out;
     if (!out.empty()) {
       std::ofstream f(out);
-      f << fusion::plan_to_json(plan);
+      f << fusion::plan_to_json(plan, records);  // the records are what is emitted
     }
-    const int cores = gpu ? 1 : int(std::max(1u, std::thread::hardware_concurrency()));
-    schedules::apply_plan(pipe, plan, get_target(), cores);
+    schedules::apply_schedule(pipe, records);
   }
 
  private:

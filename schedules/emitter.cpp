@@ -7,7 +7,6 @@
 #include <optional>
 #include <set>
 
-#include "fusion/graph/indexed_graph.h"
 #include "fusion/graph/op_schema.h"
 #include "fusion/hardware/host.h"
 
@@ -17,70 +16,74 @@ using namespace Halide;
 
 namespace {
 
-// A register-blocked anchor's block: 2 vectors of output channels (columns) x unrolled pixels
-// (rows). Its accumulators take at most half the vector register file, the other half holds
-// the loaded and broadcast inputs: 16 of AVX-512's 32 zmm, 8 of AVX2's 16 ymm. At least 8
-// accumulators cover a 4-cycle FMA latency on 2 FMA pipes. With 16 ymm, 16 accumulators (the
-// AVX-512 block) spill in the reduction loop.
-constexpr int kBlockVectors = 2;
-constexpr int kMinBlockRows = 4;  // rows of a block where the extent allows no more
+using fusion::NodeSchedule;
+using fusion::Placement;
+using fusion::Tiling;
 
-class Emitter {
+// Applies the records of fusion::schedule_plan to the lowered Funcs, group by group, with no
+// state between groups and no choice of its own: every split, placement, block and width
+// comes from a record.
+class Applier {
  public:
-  Emitter(const Pipeline& p, const fusion::FusionPlan& plan, const Target& t, int cores)
-      : p_(p), plan_(plan), t_(t), isa_(isa_of(t)), ig_(*p.graph), gpu_(t.has_gpu_feature()) {
-    natural_vec_ = vec_ = std::max(1, t.natural_vector_size(Float(32)));
-    cores_ = std::max(1, cores);
+  Applier(const Pipeline& p, const fusion::PipelineSchedule& s)
+      : p_(p), s_(s), gpu_(s.target.gpu) {
     for (const auto& ln : p.lowered->nodes) lowered_[ln.node] = &ln;
-    for (size_t i = 0; i < p.graph->outputs().size(); ++i)
-      output_of_[p.graph->outputs()[i]] = int(i);
-    for (size_t i = 0; i < ig_.size(); ++i) index_[ig_.node(i).name] = i;
+    for (const auto& n : p.graph->nodes()) node_[n.name] = &n;
   }
 
   void run() {
-    for (const fusion::FusedGroup& g : plan_.groups) schedule_group(g);
-    vec_ = natural_vec_;
-    // Outputs not rooted by any group (a stored node that other groups also read) copy it.
-    for (size_t i = 0; i < p_.outputs.size(); ++i) {
-      if (!rooted_outputs_.count(int(i))) {
-        root_schedule(p_.outputs[i], ig_.graph().tensor(p_.graph->outputs()[i]).shape, 1.0,
-                      TileRule());
-      }
+    for (const fusion::GroupSchedule& g : s_.groups) apply_group(g);
+    for (const fusion::OutputCopy& c : s_.output_copies) {
+      apply_tiling(p_.outputs[size_t(c.output)], c.tiling, false);
     }
   }
 
  private:
-  const graph::Tensor& tensor_of(const std::string& node) const {
-    return ig_.graph().tensor(ig_.node(index_.at(node)).outputs[0]);
+  void apply_group(const fusion::GroupSchedule& g) {
+    std::map<std::string, LoopLevel> level;  // root node -> where its tile's members go
+    std::map<std::string, Func> root_func;
+    for (const NodeSchedule& n : g.nodes) {
+      if (n.placement != Placement::root && n.placement != Placement::materialized) continue;
+      const ops::LoweredNode& ln = *lowered_.at(n.node);
+      Func root;
+      if (n.output >= 0) {
+        root = p_.outputs[size_t(n.output)];  // the Output computes it directly
+        if (!n.register_blocked) ln.output().compute_inline();
+      } else {
+        // An anchor through a wrapper, so that its register blocks run in the wrapper's tiles.
+        root = n.register_blocked ? ln.output().in() : ln.output();
+        root.compute_root();
+      }
+      LoopLevel at = apply_tiling(root, n.tiling, n.members_per_row);
+      if (!n.compute_with.empty()) root.compute_with(root_func.at(n.compute_with), Var("tiles"));
+      if (n.register_blocked) ln.output().compute_at(at);
+      apply_helpers(ln, n, at, g);
+      level.emplace(n.node, at);
+      root_func.emplace(n.node, root);
+    }
+    for (const NodeSchedule& n : g.nodes) {
+      if (n.placement == Placement::root || n.placement == Placement::materialized) continue;
+      const ops::LoweredNode& ln = *lowered_.at(n.node);
+      const LoopLevel& at = level.at(n.root);
+      if (n.placement == Placement::inlined) {
+        ln.output().compute_inline();
+      } else {
+        ln.output().compute_at(at);
+        if (!n.register_blocked) vectorize_inner(ln.output(), g.vector_lanes);
+      }
+      apply_helpers(ln, n, at, g);
+    }
   }
 
-  // --- roots --------------------------------------------------------------------------
-  // What the tiles of a group's root must respect (Halide dim order, 0 = vectorised).
-  struct TileRule {
-    size_t min_dim = 1;    // tiles split this dim or an outer one: the dims inside it are whole
-    int64_t multiple = 1;  // a split of min_dim itself takes a multiple of this many
-    int64_t row_multiple = 1;  // points of the dims above 0 a tile holds: a multiple of this
-    std::set<size_t> whole;    // dims outside the split one that tiles still hold whole
-    bool chunk_columns = true;  // with too few rows for the cores, tiles may split dim 0
-    bool operator==(const TileRule& o) const {
-      return min_dim == o.min_dim && multiple == o.multiple && row_multiple == o.row_multiple &&
-             whole == o.whole && chunk_columns == o.chunk_columns;
-    }
-  };
-
-  // Schedules a group root; returns the loop level at which its members are computed.
+  // Tiles root `r` as its record says; returns the loop level of its members: "in_tile"
+  // (CPU), a row of the tile (`per_row`), or a GPU thread.
   //
-  // Tiles are boxes: the dims inside the split dim whole, the split dim in pieces of F, the
-  // dims outside it one point per tile, fused with the pieces into the parallel loop. Members
-  // computed at the tile then get exact bounds; tiles of a fused (flattened) row range would
-  // not: Halide bounds y = (row / W) % H over a range of rows by all of [0, H), so every tile
-  // computed every member's whole tensor (a conv anchor 4x over on 2 cores).
-  LoopLevel root_schedule(Func r, const graph::Shape& shape, double tile_fraction,
-                          const TileRule& rule, std::optional<LoopLevel>* row_level = nullptr) {
+  //   rows:  for tiles (parallel): for in_tile (1 trip): [members] for ... split_dim's
+  //          inner part, dims below, dim 0 vectorised
+  LoopLevel apply_tiling(Func r, const Tiling& t, bool per_row) {
     std::vector<Var> args = r.args();
     const int k = int(args.size());
-    std::vector<int64_t> ext(shape.rbegin(), shape.rend());  // Halide order
-    if (gpu_) {
+    if (t.kind == Tiling::Kind::gpu) {
       Var fused = args[0];
       for (int i = 1; i < k; ++i) {
         Var f(r.name() + "_f" + std::to_string(i));
@@ -88,29 +91,19 @@ class Emitter {
         fused = f;
       }
       Var bx(r.name() + "_bx"), tx(r.name() + "_tx");
-      int threads = 256;
-      r.gpu_tile(fused, bx, tx, threads, TailStrategy::GuardWithIf);
+      r.gpu_tile(fused, bx, tx, t.gpu_threads, TailStrategy::GuardWithIf);
       return LoopLevel(r, tx);
     }
-    int v = vec_;
-    while (v > 1 && v > ext[0]) v /= 2;
+    const int v = t.vector_lanes;
     // Loop names are the same in every root: compute_with matches a sibling's loops by name.
     Var to("tile"), ti("ti");
-    if (k == 1) {
-      const int64_t chunk =
-          std::max<int64_t>(v, std::min<int64_t>(int64_t(std::ceil(double(ext[0]) * tile_fraction)),
-                                                 (ext[0] + 2 * cores_ - 1) / (2 * cores_)));
-      r.split(args[0], to, ti, int(chunk), TailStrategy::GuardWithIf);
+    if (t.kind == Tiling::Kind::chunks) {
+      r.split(args[0], to, ti, int(t.factor), TailStrategy::GuardWithIf);
       if (v > 1) r.vectorize(ti, v, TailStrategy::GuardWithIf);
       return tile_level(r, to);
     }
-    int64_t outer_ext = 1;
-    for (int i = 1; i < k; ++i) outer_ext *= ext[i];
-    if (outer_ext < 2 * cores_ && rule.chunk_columns && ext[0] >= int64_t(2 * cores_) * v) {
-      // Too few rows for the cores ([1, 49152] after a flatten): tiles are chunks of dim 0,
-      // each holding the few rows whole.
-      const int64_t chunk = (ext[0] / (2 * cores_) + v - 1) / v * v;
-      r.split(args[0], to, ti, int(chunk), TailStrategy::GuardWithIf);
+    if (t.kind == Tiling::Kind::column_chunks) {
+      r.split(args[0], to, ti, int(t.factor), TailStrategy::GuardWithIf);
       std::vector<VarOrRVar> order{ti};
       order.insert(order.end(), args.begin() + 1, args.end());
       order.push_back(to);
@@ -118,56 +111,34 @@ class Emitter {
       if (v > 1) r.vectorize(ti, v, TailStrategy::GuardWithIf);
       return tile_level(r, to);
     }
-    // Tile rows from the cost model's working-set fraction, at least 2 tiles per core.
-    int64_t rows = std::max<int64_t>(1, int64_t(std::floor(double(outer_ext) * tile_fraction)));
-    rows =
-        std::min<int64_t>(rows, std::max<int64_t>(1, (outer_ext + 2 * cores_ - 1) / (2 * cores_)));
-    rows = std::min(outer_ext, (rows + rule.row_multiple - 1) / rule.row_multiple * rule.row_multiple);
-    // The split dim j: the innermost at or outside min_dim, not held whole, whose rows reach
-    // `rows`. A tile holds the dims inside j, F rows of j and the whole dims outside j.
-    const size_t min_dim = std::min<size_t>(std::max<size_t>(rule.min_dim, 1), size_t(k - 1));
-    auto whole = [&](size_t d) { return rule.whole.count(d) != 0; };
-    auto whole_outside = [&](size_t j) {
-      int64_t n = 1;
-      for (size_t d = j + 1; d < size_t(k); ++d) n *= whole(d) ? ext[d] : 1;
-      return n;
+    const int j = t.split_dim;
+    auto whole = [&](int d) {
+      return std::find(t.whole_dims.begin(), t.whole_dims.end(), d) != t.whole_dims.end();
     };
-    size_t last = size_t(k - 1);  // the outermost dim that may be split
-    while (last > 1 && whole(last)) --last;
-    size_t j = 1;
-    int64_t inner = 1;  // rows of the dims inside j
-    while (j < last && (j < min_dim || whole(j) || inner * ext[j] * whole_outside(j) < rows)) {
-      inner *= ext[j++];
-    }
-    const int64_t held = inner * whole_outside(j);
-    int64_t factor = std::clamp<int64_t>((rows + held - 1) / held, 1, ext[j]);
-    if (j == min_dim && rule.multiple > 1) {
-      factor = std::min(ext[j], (factor + rule.multiple - 1) / rule.multiple * rule.multiple);
-    }
     // ShiftInwards: every tile has F rows (the last one overlaps its neighbour), so a
     // register-blocked anchor inside never sees fewer rows than its block.
-    r.split(args[j], to, ti, int(factor), TailStrategy::ShiftInwards);
+    r.split(args[j], to, ti, int(t.factor), TailStrategy::ShiftInwards);
     std::vector<VarOrRVar> order(args.begin(), args.begin() + j);
     order.push_back(ti);
-    for (size_t d = j + 1; d < size_t(k); ++d) {
+    for (int d = j + 1; d < k; ++d) {
       if (whole(d)) order.push_back(args[d]);
     }
     order.push_back(to);
     Var par = to;
-    for (size_t d = j + 1; d < size_t(k); ++d) {
-      if (whole(d)) continue;
-      order.push_back(args[d]);
+    for (int d = j + 1; d < k; ++d) {
+      if (!whole(d)) order.push_back(args[d]);
     }
     r.reorder(order);
-    for (size_t d = j + 1; d < size_t(k); ++d) {
+    for (int d = j + 1; d < k; ++d) {
       if (whole(d)) continue;
       Var f("tile_p" + std::to_string(d));
       r.fuse(par, args[d], f);
       par = f;
     }
     if (v > 1) r.vectorize(args[0], v, TailStrategy::GuardWithIf);
-    if (row_level && k > 2) *row_level = LoopLevel(r, j == 1 ? ti : args[1]);
-    return tile_level(r, par);
+    LoopLevel tiles = tile_level(r, par);
+    if (per_row) return LoopLevel(r, j == 1 ? ti : args[1]);
+    return tiles;
   }
 
   // The parallel loop over tiles `par` becomes "tiles" around a loop of one trip,
@@ -180,71 +151,17 @@ class Emitter {
     return LoopLevel(r, in_tile);
   }
 
-  // --- members ------------------------------------------------------------------------
-  void vectorize_inner(Func f) {
+  void vectorize_inner(Func f, int lanes) {
     if (gpu_ || f.args().empty()) return;
-    f.vectorize(f.args()[0], vec_, TailStrategy::GuardWithIf);
+    f.vectorize(f.args()[0], lanes, TailStrategy::GuardWithIf);
     for (int u = 0; u < f.num_update_definitions(); ++u) {
-      f.update(u).vectorize(f.args()[0], vec_, TailStrategy::GuardWithIf);
+      f.update(u).vectorize(f.args()[0], lanes, TailStrategy::GuardWithIf);
     }
-  }
-
-  // The register block of an anchor: `vectors` vectors of `lanes` along dim 0 (output
-  // channels, columns; W for NCHW) x `rows` along dim `ud` (pixels, rows; C for NCHW).
-  // Sizes fit the extents, so the block never needs a tail (ShiftInwards moves the last
-  // block back), the accumulator's region is a constant and LLVM keeps it in registers.
-  struct BlockShape {
-    size_t ud = 1;
-    int lanes = 1, vectors = 1, rows = 1;
-  };
-  BlockShape block_shape(const graph::Node& n) const {
-    const graph::Shape& shape = tensor_of(n.name).shape;
-    BlockShape b;
-    const bool nchw = is_nchw_conv(n);
-    b.ud = nchw ? 2 : 1;
-    if (shape.size() <= b.ud) return b;
-    const int64_t ve = shape.back(), ue = shape[shape.size() - 1 - b.ud];
-    // Fewer columns than a vector (an 8-channel NHWC conv on 16 lanes): the widest power of
-    // two that fits, not scalar code.
-    while (b.lanes * 2 <= std::min<int64_t>(ve, vec_)) b.lanes *= 2;
-    if (b.lanes < 4) b.lanes = 1;
-    const bool two_vectors = ve >= int64_t(b.lanes) * kBlockVectors && b.lanes > 1;
-    if (nchw) {
-      // Channels x pixel vectors, 8 accumulators where the channels allow: a block that
-      // divides the channel count wastes nothing (12 channels in blocks of 8 compute 16).
-      // 8 accumulators at most, also on AVX-512 (16 measured no faster on perception).
-      const std::pair<int, int> shapes[] = {{8, 1}, {4, 2}, {2, 2}};  // (channels, vectors)
-      const int budget = accumulator_registers();
-      auto fits = [&](int ch, int nv) { return (nv == 1 || two_vectors) && ch * nv <= budget; };
-      std::optional<std::pair<int, int>> pick;
-      for (const auto& [ch, nv] : shapes) {
-        if (!pick && ue % ch == 0 && fits(ch, nv)) pick = std::make_pair(ch, nv);
-      }
-      for (const auto& [ch, nv] : shapes) {
-        if (!pick && ue >= ch && fits(ch, nv)) pick = std::make_pair(ch, nv);
-      }
-      b.rows = pick ? pick->first : 1;
-      b.vectors = pick ? pick->second : 1;
-      return b;
-    }
-    // The rows fill the accumulator budget (half the register file): on AVX-512 an NHWC conv
-    // is 2 x 8 (16 zmm: at 8 the FMA latency of 2 pipes is covered with no slack; measured
-    // x1.10 on cbr_pool, mixed and perception, while 6 rows, which do not divide W = 56,
-    // lost 20%; 7 and 14 rows, 14 and 28 accumulators, measured the same as 8), a matmul
-    // 2 x 4 of its 2-register lanes (default_lanes: 2 x natural); on AVX2 half the rows.
-    b.vectors = two_vectors ? kBlockVectors : 1;
-    const int regs_per_vector = std::max(1, b.lanes / natural_vec_);
-    const int budget = std::max(1, accumulator_registers() / regs_per_vector);  // in vectors
-    const int rows_wanted = std::max(1, budget / b.vectors);
-    const int fallback = std::min(rows_wanted, kMinBlockRows);
-    b.rows = ue >= rows_wanted ? rows_wanted : (ue >= fallback ? fallback : 1);
-    return b;
   }
 
   // Register blocking of an anchor (conv, matmul, linear). The node's Func N is computed in
-  // blocks of 2 vectors x 4 rows (8 accumulator vectors: enough to cover a 4-cycle FMA
-  // latency on 2 FMA pipes), and its accumulator is computed per block, so the accumulator is
-  // a small stack array that LLVM keeps in registers while the reduction loops run inside:
+  // blocks of vectors x rows, and its accumulator is computed per block, so the accumulator
+  // is a small stack array that LLVM keeps in registers while the reduction loops run inside:
   //
   //   for each block of N:                    matmul/linear: 2 column vectors x 4 rows
   //     acc[block] = init                     conv NHWC: 2 channel vectors x 8 pixels
@@ -254,31 +171,16 @@ class Emitter {
   //                                           (smaller where the tensor is smaller)
   //       acc[block] += a(r) * b(r)   <- 8 vector FMAs, one broadcast, two vector loads
   //     N[block] = acc[block]
-  //
-  // No software prefetch: prefetching the next block's input rows (Func::prefetch at the
-  // pixel-block loop, 1 or 2 blocks ahead) measured x0.97-x0.99 on cbr_pool, mixed and
-  // perception; the input tile is in L2 and the hardware prefetchers follow its rows. The
-  // plan's 7.3.4 prefetch distance is reported, not emitted.
-  void block_anchor(const graph::Node& n, Func node_func, Func acc) {
-    if (gpu_) return;
+  void block_anchor(const graph::Node& n, Func node_func, Func acc, const fusion::RegisterBlock& b) {
     std::vector<Var> a = node_func.args();
     std::vector<RVar> r = acc.rvars(0);
-    const bool nchw = is_nchw_conv(n);
-    const BlockShape bs = block_shape(n);
-    const size_t vd = 0, ud = bs.ud;
-    if (a.size() <= ud) return;
-    const int vw = bs.lanes, vecs = bs.vectors, rows = bs.rows;
-    if (!aligned_with_root(n.name)) {
-      // Under a root of another rank or layout (a flatten, a transpose), a tile's region of
-      // the anchor comes through divisions, modulos or permutations of the root's index, and
-      // the tile rule cannot align it to the blocks: the block dims are computed whole, so no
-      // block is ever cut short (ShiftInwards would move it before the region's start and
-      // read before the input's: an explored attention plan did, at -48).
-      const graph::Shape& shape = tensor_of(n.name).shape;
+    const size_t vd = 0, ud = size_t(b.row_dim);
+    if (b.whole_dims) {
+      const graph::Shape& shape = p_.graph->tensor(n.outputs[0]).shape;
       node_func.bound(a[vd], 0, int(shape[shape.size() - 1 - vd]))
           .bound(a[ud], 0, int(shape[shape.size() - 1 - ud]));
     }
-    const int width = vw * vecs;
+    const int vw = b.lanes, width = b.lanes * b.vectors, rows = b.rows;
     Var o1("bo1"), i1("bi1"), v1("bv1"), i2("bi2"), o2("bo2"), q1("bq1");
     node_func.split(a[vd], o1, i1, width).split(i1, v1, i2, vw).split(a[ud], o2, q1, rows);
     // The block (i2, v1, q1) innermost, then the block loops; NCHW's H lies between W and C.
@@ -290,22 +192,10 @@ class Emitter {
     Var p1("pa1"), q2("pq2"), p3("pa3"), q3("pq3");
     acc.split(a[vd], p1, q2, vw).vectorize(q2).unroll(p1).unroll(a[ud]);
     std::vector<VarOrRVar> order{q3, p3, a[ud]};
-    if (n.op != "conv2d") {
-      order.push_back(r[0]);  // k
-    } else if (nchw) {
-      order.insert(order.end(), {r[2], r[1], r[0]});  // kw, kh, ci
-    } else {
-      order.insert(order.end(), {r[0], r[2], r[1]});  // ci innermost: contiguous NHWC reads
-    }
+    for (int i : b.reduction_order) order.push_back(r[size_t(i)]);
     acc.update().split(a[vd], p3, q3, vw).reorder(order).vectorize(q3).unroll(p3).unroll(a[ud]);
-    if (nchw && ig_.graph().tensor(n.inputs[1]).shape.back() <= 7) {
-      // The kernel-width loop is innermost and 1-7 long: unrolled, the block's FMAs are not
-      // cut into short trips of loop overhead.
-      acc.update().unroll(r[2]);
-    }
-    if (n.op == "conv2d" && !nchw) {
-      // Weights [Cout, Cin, KH, KW] stored with Cout innermost: one contiguous vector load per
-      // (ci, kh, kw) instead of a gather.
+    if (b.unroll_kernel_width) acc.update().unroll(r[2]);
+    if (b.pack_weights) {
       Func weights = p_.lowered->tensors.at(n.inputs[1]);
       Func packed = weights.in(acc);
       std::vector<Var> wa = packed.args();  // kw, kh, ci, co
@@ -315,8 +205,9 @@ class Emitter {
 
   // Schedules the helpers of a node computed within `at` (the group's tile, or on a GPU the
   // thread of its root).
-  void schedule_helpers(const ops::LoweredNode& ln, const LoopLevel& at) {
-    const graph::Node& n = ig_.node(index_.at(ln.node));
+  void apply_helpers(const ops::LoweredNode& ln, const NodeSchedule& ns, const LoopLevel& at,
+                     const fusion::GroupSchedule& g) {
+    const graph::Node& n = *node_.at(ln.node);
     for (size_t i = 0; i + 1 < ln.funcs.size(); ++i) {
       Func f = ln.funcs[i];
       const std::string& role = ln.roles[i];
@@ -325,343 +216,60 @@ class Emitter {
         if (!gpu_) f.compute_root();
         continue;
       }
-      const bool row_stat = graph::has_trait(n.op, graph::OpTrait::row_statistic);
-      if (gpu_ && row_stat) {
+      if (ns.row_kernels) {
         if (role == "exp") continue;  // inline: recomputed where the sum and output read it
         f.compute_root();
         Var fused = f.args()[0];
         for (size_t j = 1; j < f.args().size(); ++j) {
-          Var g(f.name() + "_g" + std::to_string(j));
-          f.fuse(fused, f.args()[j], g);
-          fused = g;
+          Var h(f.name() + "_g" + std::to_string(j));
+          f.fuse(fused, f.args()[j], h);
+          fused = h;
         }
-        f.gpu_tile(fused, Var(f.name() + "_b"), Var(f.name() + "_t"), 64,
+        f.gpu_tile(fused, Var(f.name() + "_b"), Var(f.name() + "_t"), g.gpu_row_threads,
                    TailStrategy::GuardWithIf);
         continue;
       }
-      if (role == "acc" && !gpu_) {
-        block_anchor(n, ln.output(), f);  // computed per register block of the node
+      if (role == "acc" && ns.register_blocked) {
+        // Computed per register block of the node.
+        if (ns.block) block_anchor(n, ln.output(), f, *ns.block);
         continue;
       }
       f.compute_at(at);
-      if (!gpu_ && row_stat &&
+      if (ns.vectorize_row_reduction &&
           (role == "mean" || role == "var" || role == "sum" || role == "max") &&
-          f.num_update_definitions() == 1 && reduces_innermost_axis(n)) {
+          f.num_update_definitions() == 1) {
         // A row statistic over the contiguous last axis: vectorise the reduction itself
         // (partial sums per lane, combined at the end) rather than across rows, whose
         // elements lie a whole row apart.
-        f.update().atomic().vectorize(f.rvars(0).back(), vec_, TailStrategy::GuardWithIf);
+        f.update().atomic().vectorize(f.rvars(0).back(), g.vector_lanes,
+                                      TailStrategy::GuardWithIf);
       } else {
-        vectorize_inner(f);
+        vectorize_inner(f, g.vector_lanes);
       }
     }
-  }
-
-  // Does the row statistic of `n` reduce over the tensor's last (contiguous) axis? Layer norm
-  // always does (it normalises over x.shape[axis:]); softmax when its axis is the last.
-  bool reduces_innermost_axis(const graph::Node& n) const {
-    if (n.op == "layer_norm") return true;
-    const graph::Shape& s = ig_.graph().tensor(n.inputs[0]).shape;
-    return graph::normalize_axis(n, graph::attr_int(n, "axis", -1), s.size()) == int(s.size()) - 1;
-  }
-
-  // The tile rule of a group's root: a register-blocked anchor's blocks (4 rows of a matmul
-  // or an NHWC conv, up to 8 channels of an NCHW conv) never straddle a tile, so tiles split
-  // the block's row dim in multiples of the block, or an outer dim, or hold it whole.
-  TileRule tile_rule(const fusion::FusedGroup& g, const std::string& root,
-                     const graph::Shape& root_shape) const {
-    TileRule rule;
-    // Row statistics (softmax, layer norm) are vectorised across rows: a tile holds at least
-    // a vector of rows, or most lanes would be masked off.
-    if (!gpu_ && has_row_statistics(g)) rule.row_multiple = vec_;
-    const size_t rank = root_shape.size();
-    const std::set<std::string>& members = group_members_;
-    for (const auto& name : g.nodes) {
-      if (!is_blocked_anchor(name) || rank < 2) continue;
-      // Anchors in another root's tiles, or not aligned with this root (which compute their
-      // block dims whole, see block_anchor), put no constraint on these tiles; with only
-      // such anchors, chunks of the root's dim 0 are safe.
-      if (name != root && !reaches_any(name, members, {root})) continue;
-      if (!aligned(name, root)) continue;
-      rule.chunk_columns = false;
-      const graph::Node& n = ig_.node(index_.at(name));
-      const bool nchw = is_nchw_conv(n);
-      if (nchw) {
-        // Blocks of an NCHW conv lie along C: tiles hold all channels and split H (or N),
-        // which also keeps a tile's input rows (all channels, F + halo rows) in cache.
-        rule.whole.insert(2);
-        continue;
-      }
-      const BlockShape bs = block_shape(n);
-      size_t ud = bs.ud;
-      int64_t block = bs.rows;
-      if (ud >= rank || root_shape[rank - 1 - ud] < block) {  // no blocks: the dim is whole
-        ud = std::min(ud + 1, rank - 1);
-        block = 1;
-      }
-      if (ud > rule.min_dim) {
-        rule.min_dim = ud;
-        rule.multiple = block;
-      } else if (ud == rule.min_dim) {
-        rule.multiple = std::lcm(rule.multiple, block);
-      }
-    }
-    return rule;
-  }
-
-  // The node computed at root on its own: an anchor through a wrapper, so that the anchor's
-  // register blocks run inside the wrapper's tiles.
-  Func own_root(const ops::LoweredNode& ln) const {
-    Func root = is_blocked_anchor(ln.node) ? ln.output().in() : ln.output();
-    root.compute_root();
-    return root;
-  }
-
-  // Tiles `root` (which computes node ln's values), puts a blocked anchor and the node's
-  // helpers in its tiles, and returns the tile level for the group's other members.
-  //
-  // `sibling`: a root of the same horizontal group, of the same shape, already tiled. This
-  // root's "tiles" loop is fused into the sibling's (compute_with; loops match by name), so
-  // both read their shared input tile while it is in cache; members of this root stay at its
-  // own in_tile, where Halide bounds them by its tile.
-  LoopLevel schedule_root(const ops::LoweredNode& ln, const fusion::FusedGroup& g, Func root,
-                          const std::optional<Func>& sibling = std::nullopt) {
-    const graph::Shape& shape = tensor_of(ln.node).shape;
-    std::optional<LoopLevel> row;
-    LoopLevel at =
-        root_schedule(root, shape, g.intent.tile_fraction, tile_rule(g, ln.node, shape), &row);
-    if (sibling) {
-      root.compute_with(*sibling, Var("tiles"));
-      row.reset();
-    }
-    root_node_ = ln.node;
-    // Row statistics (softmax, layer norm) of a root with several outer dims: computed per
-    // row, which is what fits in L1. Not with a register-blocked anchor, whose blocks span
-    // several rows.
-    if (row && has_row_statistics(g) && !has_blocked_anchor(g)) at = *row;
-    if (is_blocked_anchor(ln.node)) ln.output().compute_at(at);
-    schedule_helpers(ln, at);
-    return at;
-  }
-
-  void schedule_group(const fusion::FusedGroup& g) {
-    vec_ = g.intent.vector_lanes > 0 ? g.intent.vector_lanes : default_lanes(g);
-    group_members_ = std::set<std::string>(g.nodes.begin(), g.nodes.end());
-    const std::set<std::string>& members = group_members_;
-    const std::set<std::string> stored(g.intent.stored.begin(), g.intent.stored.end());
-    std::map<std::string, LoopLevel> level;  // root node -> its tile level
-    std::vector<std::pair<std::string, Func>> horizontal_roots;  // roots owning a tile loop
-
-    // Step 1: roots, one per stored node.
-    for (const auto& name : g.nodes) {
-      if (!stored.count(name)) continue;
-      const ops::LoweredNode& ln = *lowered_.at(name);
-      const graph::Tensor& t = tensor_of(name);
-      Func root;
-      auto out = output_of_.find(t.name);
-      bool outside_consumers = false;
-      for (size_t c : ig_.consumers(t.name))
-        outside_consumers = outside_consumers || !members.count(ig_.node(c).name);
-      if (out != output_of_.end() && !outside_consumers) {
-        root = p_.outputs[out->second];  // the Output computes it directly
-        rooted_outputs_.insert(out->second);
-        if (!is_blocked_anchor(name)) ln.output().compute_inline();
-      } else {
-        root = own_root(ln);
-      }
-      // Siblings of a horizontal group share one loop nest where their shapes (and so their
-      // tiles) agree and neither reads the other. CPU only: on a GPU each root is a kernel.
-      // Not a diamond (relu -> max_pool and avg_pool in one group, relu computed once per
-      // tile of the pools' fused loop): with compute_with at in_tile and the shared member
-      // computed there, Halide 21 bounds what the second root reads by its whole extent once
-      // the outputs have constant bounds (mixed: the conv computed 56 x 56 in each of 4
-      // tiles), and without constant bounds the blocked conv ran 4x slower. Legality keeps
-      // such a producer out of its window consumers' group; it is stored once instead.
-      std::optional<Func> sibling;
-      if (g.kind == fusion::GroupKind::horizontal && !gpu_) {
-        for (const auto& [other, other_root] : horizontal_roots) {
-          // compute_with needs the same loop nest: the same shape and the same tile rule.
-          if (tensor_of(other).shape == t.shape &&
-              tile_rule(g, other, t.shape) == tile_rule(g, name, t.shape) &&
-              !reaches_any(other, members, {name}) && !reaches_any(name, members, {other})) {
-            sibling = other_root;
-            break;
-          }
-        }
-      }
-      level.emplace(name, schedule_root(ln, g, root, sibling));
-      if (!sibling) horizontal_roots.emplace_back(name, root);
-    }
-
-    // Step 2: members, at the tile of the one root that reads them (or materialised when
-    // several roots do).
-    for (const auto& name : g.nodes) {
-      if (stored.count(name)) continue;
-      const ops::LoweredNode& ln = *lowered_.at(name);
-      const bool inlined = std::find(g.intent.inlined.begin(), g.intent.inlined.end(), name) !=
-                           g.intent.inlined.end();
-      const std::vector<std::string> roots = roots_reading(name, members, stored);
-      // On a GPU a member computed per thread of the root cannot feed the row-statistics
-      // kernels (softmax, layer norm) that run before the root; in such groups those
-      // members get their own kernel. Elementwise members still inline.
-      const bool materialized =
-          std::find(g.intent.materialized.begin(), g.intent.materialized.end(), name) !=
-          g.intent.materialized.end();
-      // A member computed per tile cannot feed a materialized member (computed once, before
-      // the tiles): it is materialized too unless it inlines into it.
-      const bool feeds_materialized = !inlined && reaches_any(name, members, g.intent.materialized);
-      if (roots.size() != 1 || materialized || feeds_materialized ||
-          (gpu_ && !inlined && has_row_statistics(g))) {
-        schedule_root(ln, g, own_root(ln));
-        continue;
-      }
-      const LoopLevel& at = level.at(roots[0]);
-      root_node_ = roots[0];
-      if (inlined) {
-        ln.output().compute_inline();
-      } else {
-        ln.output().compute_at(at);
-        if (!is_blocked_anchor(name)) vectorize_inner(ln.output());
-      }
-      schedule_helpers(ln, at);
-    }
-  }
-
-  // Several vectors per inner iteration on the CPU: independent vectors hide the latency of
-  // long inlined chains (exp, divisions) and of reductions, which one vector leaves exposed.
-  // Measured with `opfuse run --plan` on the zoo (p50 at 32 -> 64 lanes, natural 16):
-  // ew_chain_4/8/16 -16/-20/-36%, attention -24%, layernorm -8%, softmax -7%, but mlp +19%
-  // (its register-blocked linears); and at 16 -> 32 lanes convolution groups lose up to 2x
-  // (perception, NCHW). So: 4 vectors without an anchor, 2 with matmul/linear anchors, the
-  // natural width with a convolution. A plan's vector_lanes overrides this.
-  // The matmul's 2 registers per vector only where its block of 2 x 4 of them fits the
-  // accumulator budget (AVX-512's 16 zmm); with AVX2's 8 ymm they left 2 rows per block, and
-  // the natural width (2 x 4 ymm) measured x1.3-1.5 faster on mlp (JIT, AVX2 code).
-  int default_lanes(const fusion::FusedGroup& g) const {
-    if (gpu_) return natural_vec_;
-    int vectors = 4;
-    for (const auto& name : g.nodes) {
-      const std::string& op = ig_.node(index_.at(name)).op;
-      if (op == "conv2d") return natural_vec_;
-      if (op == "matmul" || op == "linear") {
-        vectors = accumulator_registers() >= 2 * kBlockVectors * kMinBlockRows ? 2 : 1;
-      }
-    }
-    return vectors * natural_vec_;
-  }
-
-  // Vector registers an anchor's accumulators may take: half the target's register file.
-  int accumulator_registers() const {
-    return fusion::anchor_accumulator_registers(isa_.vector_registers);
-  }
-
-  bool is_nchw_conv(const graph::Node& n) const {
-    return n.op == "conv2d" &&
-           graph::conv2d_window(n, ig_.graph().tensor(n.inputs[0]), ig_.graph().tensor(n.inputs[1]))
-                   .layout == graph::Layout::NCHW;
-  }
-
-  // Anchors whose accumulators are register-blocked (CPU targets).
-  bool is_blocked_anchor(const std::string& name) const {
-    const std::string& op = ig_.node(index_.at(name)).op;
-    return !gpu_ && graph::has_trait(op, graph::OpTrait::anchor);
-  }
-
-  bool has_blocked_anchor(const fusion::FusedGroup& g) const {
-    for (const auto& name : g.nodes) {
-      if (is_blocked_anchor(name)) return true;
-    }
-    return false;
-  }
-
-  bool has_row_statistics(const fusion::FusedGroup& g) const {
-    for (const auto& name : g.nodes) {
-      const std::string& op = ig_.node(index_.at(name)).op;
-      if (graph::has_trait(op, graph::OpTrait::row_statistic)) return true;
-    }
-    return false;
-  }
-
-  // Walks the group members downstream of `name`, each once; `visit(member)` says whether
-  // to go on past it.
-  template <typename Visit>
-  void walk_downstream(const std::string& name, const std::set<std::string>& members,
-                       Visit visit) const {
-    std::vector<size_t> stack{index_.at(name)};
-    std::set<size_t> seen;
-    while (!stack.empty()) {
-      const size_t u = stack.back();
-      stack.pop_back();
-      for (size_t s : ig_.succs(u)) {
-        const std::string& sn = ig_.node(s).name;
-        if (!members.count(sn) || !seen.insert(s).second) continue;
-        if (visit(sn)) stack.push_back(s);
-      }
-    }
-  }
-
-  // Is an anchor's index space the root's: the root itself, or of the same rank with no
-  // layout change (transpose, reshape ...) after the anchor inside the group? Elementwise
-  // ops, windows and pools keep the dims' meaning.
-  bool aligned(const std::string& anchor, const std::string& root) const {
-    if (anchor == root) return true;
-    if (tensor_of(anchor).shape.size() != tensor_of(root).shape.size()) return false;
-    bool moved = false;
-    walk_downstream(anchor, group_members_, [&](const std::string& m) {
-      moved = moved || graph::has_trait(ig_.node(index_.at(m)).op, graph::OpTrait::moves_layout);
-      return m != root;
-    });
-    return !moved;
-  }
-  bool aligned_with_root(const std::string& anchor) const {
-    return aligned(anchor, root_node_);
-  }
-
-  // Does `name` (transitively, inside the group) feed one of `targets`?
-  bool reaches_any(const std::string& name, const std::set<std::string>& members,
-                   const std::vector<std::string>& targets) const {
-    const std::set<std::string> want(targets.begin(), targets.end());
-    bool found = false;
-    walk_downstream(name, members, [&](const std::string& m) {
-      found = found || want.count(m) != 0;
-      return !found;
-    });
-    return found;
-  }
-
-  // Stored nodes of the group that (transitively, inside the group) read `name`.
-  std::vector<std::string> roots_reading(const std::string& name,
-                                         const std::set<std::string>& members,
-                                         const std::set<std::string>& stored) const {
-    std::vector<std::string> roots;
-    walk_downstream(name, members, [&](const std::string& m) {
-      if (!stored.count(m)) return true;
-      if (std::find(roots.begin(), roots.end(), m) == roots.end()) roots.push_back(m);
-      return false;  // a root's own readers are its business
-    });
-    return roots;
   }
 
   const Pipeline& p_;
-  const fusion::FusionPlan& plan_;
-  const Target& t_;
-  const fusion::Isa isa_;
-  graph::IndexedGraph ig_;
-  bool gpu_;
-  int vec_ = 8, natural_vec_ = 8, cores_ = 2;  // vec_: the group being scheduled's width
-  std::string root_node_;  // the root whose tile the member being scheduled is in
-  std::set<std::string> group_members_;  // the nodes of the group being scheduled
+  const fusion::PipelineSchedule& s_;
+  const bool gpu_;
   std::map<std::string, const ops::LoweredNode*> lowered_;
-  std::map<std::string, int> output_of_;
-  std::map<std::string, size_t> index_;
-  std::set<int> rooted_outputs_;
+  std::map<std::string, const graph::Node*> node_;
 };
 
 }  // namespace
 
-void apply_plan(const Pipeline& p, const fusion::FusionPlan& plan, const Target& target,
-                int cores) {
-  Emitter(p, plan, target, cores).run();
+fusion::TargetFacts target_facts(const Target& t, const fusion::HardwareProfile& hw, int cores) {
+  fusion::TargetFacts f;
+  f.gpu = t.has_gpu_feature();
+  f.lanes = std::max(1, t.natural_vector_size(Float(32)));
+  f.vector_registers = isa_of(t).vector_registers;
+  f.cores = std::max(1, cores);
+  f.gpu_max_threads = f.gpu ? hw.max_threads_per_block : 0;
+  return f;
+}
+
+void apply_schedule(const Pipeline& p, const fusion::PipelineSchedule& s) {
+  Applier(p, s).run();
 }
 
 fusion::Isa isa_of(const Target& t) {

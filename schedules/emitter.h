@@ -1,25 +1,22 @@
-// The schedule emitter: FusionPlan x Target -> a Halide schedule on the lowered Funcs.
-//
-// For each fused group, on the CPU:
+// The schedule emitter: the schedule stage's records (fusion/schedule/group_schedule.h)
+// applied to the lowered Funcs, mechanically. For each fused group, on the CPU:
 //
 //   for tile in parallel over the root's outer dims        <- root: a stored node (or the
 //     [compute_at members: anchors' accumulators, row         pipeline Output it feeds)
 //      reductions, producers of windows, per tile]
-//     for ... vectorized by the target's natural width:
+//     for ... vectorized by the record's width:
 //       root = f(inlined members ...)                      <- elementwise members inline
 //
 // and on a GPU target the root is one kernel (gpu_blocks x gpu_threads over its fused dims),
 // accumulators of anchors live in registers of each thread, and row reductions (softmax,
 // layer norm statistics) and per-channel factors are their own small kernels.
 //
-// Anchors (conv, matmul, linear) get a register-blocked update: output channels (or columns)
-// vectorised, several rows unrolled so that the accumulators (half the target's vector
-// registers: 16 zmm on AVX-512, 8 ymm on AVX2) cover the FMA latency on two pipes, reduction
-// loops inside, and conv weights repacked once so the vector loads are
-// contiguous.
+// Anchors (conv, matmul, linear) get the record's register block: output channels (or
+// columns) vectorised, several rows unrolled, reduction loops inside, and conv weights
+// repacked once so the vector loads are contiguous.
 //
-// The unfused strategy is the same emitter on the unfused plan (every op its own group), so
-// fused and unfused differ only in fusion.
+// The unfused strategy is the same emitter on the unfused plan's records (every op its own
+// group), so fused and unfused differ only in fusion.
 #pragma once
 
 #include <vector>
@@ -29,6 +26,7 @@
 #include "fusion/hardware/profile.h"
 #include "fusion/ops/lower.h"
 #include "fusion/planner/plan.h"
+#include "fusion/schedule/group_schedule.h"
 
 namespace opfuse::schedules {
 
@@ -38,9 +36,13 @@ struct Pipeline {
   std::vector<Halide::Func> outputs;  // outputs[i](args) = lowered->outputs[i](args)
 };
 
-// `cores`: CPU threads the parallel tiles are sized for (at least two tiles per core).
-void apply_plan(const Pipeline& p, const fusion::FusionPlan& plan, const Halide::Target& target,
-                int cores);
+// What the schedule stage knows of `target`: its vector width and registers, `cores` CPU
+// threads for the parallel tiles, a GPU's threads per block from `hw`.
+fusion::TargetFacts target_facts(const Halide::Target& target, const fusion::HardwareProfile& hw,
+                                 int cores);
+
+// Applies the records (fusion::schedule_plan of the pipeline's graph) to the lowered Funcs.
+void apply_schedule(const Pipeline& p, const fusion::PipelineSchedule& s);
 
 // The vector ISA of a CPU target (width, vector registers): what the register blocks are
 // sized from, and what the host profile is measured for.

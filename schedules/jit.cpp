@@ -72,6 +72,7 @@ struct CompiledPlan::Impl {
   std::vector<Buffer<float>> outs;
   Halide::Pipeline pipeline;
   Target target;
+  fusion::PipelineSchedule schedule;
   size_t peak = 0;
 };
 
@@ -109,7 +110,12 @@ void CompiledPlan::compile(const graph::Graph& g, const fusion::FusionPlan& plan
   }
   impl_->target = get_jit_target_from_environment();
   bound_outputs(pipe);
-  apply_plan(pipe, plan, impl_->target, int(std::max(1u, std::thread::hardware_concurrency())));
+  // No GPU limits: the JIT runs on the host's CPU.
+  impl_->schedule = fusion::schedule_plan(
+      g, plan,
+      target_facts(impl_->target, fusion::HardwareProfile{},
+                   int(std::max(1u, std::thread::hardware_concurrency()))));
+  apply_schedule(pipe, impl_->schedule);
   impl_->pipeline = Halide::Pipeline(pipe.outputs);
   impl_->pipeline.jit_handlers().custom_malloc = counting_malloc;
   impl_->pipeline.jit_handlers().custom_free = counting_free;
@@ -117,6 +123,8 @@ void CompiledPlan::compile(const graph::Graph& g, const fusion::FusionPlan& plan
 }
 
 CompiledPlan::~CompiledPlan() { empty_pool(); }
+
+const fusion::PipelineSchedule& CompiledPlan::schedule() const { return impl_->schedule; }
 
 void CompiledPlan::run() {
   std::vector<Buffer<>> bufs(impl_->outs.begin(), impl_->outs.end());

@@ -8,6 +8,7 @@
 #include "fusion/graph/graph.h"
 #include "fusion/graph/host_tensor.h"
 #include "fusion/planner/plan.h"
+#include "fusion/schedule/group_schedule.h"
 
 namespace opfuse::schedules {
 
@@ -31,6 +32,8 @@ class CompiledPlan {
   // The most bytes the pipeline's heap allocations (intermediates Halide stores) held at once
   // during the last run; stack allocations of small tiles are not counted.
   size_t peak_heap_bytes() const;
+  // The records the pipeline was scheduled with.
+  const fusion::PipelineSchedule& schedule() const;
 
  private:
   void compile(const graph::Graph& g, const fusion::FusionPlan& plan,

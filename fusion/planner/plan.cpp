@@ -80,15 +80,18 @@ std::string plan_to_json(const FusionPlan& p) {
                       {"unfused_time_s", g.unfused_time_s},
                       {"vector_registers", e.vector_registers},
                       {"onchip_bytes", e.onchip_bytes}};
-    jg["schedule"] = {{"anchor", g.intent.anchor},
-                      {"inline", g.intent.inlined},
-                      {"compute_at", g.intent.compute_at},
-                      {"materialize", g.intent.materialized},
-                      {"store", g.intent.stored},
-                      {"tile_fraction", g.intent.tile_fraction},
-                      {"prefetch_distance", g.intent.prefetch_distance},
-                      {"gpu_threads", g.intent.gpu_threads},
-                      {"vector_lanes", g.intent.vector_lanes}};
+    // The requests; the schedule stage's plan_to_json adds the records they give.
+    jg["schedule"] = {{"tile_fraction", g.request.tile_fraction},
+                      {"prefetch_distance", g.request.prefetch_distance},
+                      {"vector_lanes", g.request.vector_lanes}};
+    if (g.request.gpu_threads > 0) jg["schedule"]["gpu_threads"] = g.request.gpu_threads;
+    if (!g.request.placements.empty()) jg["schedule"]["placements"] = g.request.placements;
+    for (const auto& [node, b] : g.request.blocks) {
+      json jb = json::object();
+      if (b.rows > 0) jb["rows"] = b.rows;
+      if (b.vectors > 0) jb["vectors"] = b.vectors;
+      jg["schedule"]["blocks"][node] = jb;
+    }
     jg["reasons"] = g.reasons;
     j["groups"].push_back(jg);
   }
@@ -96,7 +99,8 @@ std::string plan_to_json(const FusionPlan& p) {
   return j.dump(2) + "\n";
 }
 
-std::string plan_to_dot(const FusionPlan& p, const graph::Graph& g) {
+std::string plan_to_dot(const FusionPlan& p, const graph::Graph& g,
+                        const std::map<std::string, std::string>& notes) {
   auto color = [](GroupKind k) {
     switch (k) {
       case GroupKind::vertical:
@@ -121,7 +125,9 @@ std::string plan_to_dot(const FusionPlan& p, const graph::Graph& g) {
        << std::setprecision(3) << grp.estimate.t_total_s * 1e6 << " us, "
        << to_string(grp.estimate.bound) << "-bound\";\n";
     for (const auto& n : grp.nodes) {
-      os << "    \"" << n << "\" [label=\"" << n << "\\n" << op_of[n] << "\"];\n";
+      auto note = notes.find(n);
+      os << "    \"" << n << "\" [label=\"" << n << "\\n" << op_of[n]
+         << (note == notes.end() ? "" : "\\n" + note->second) << "\"];\n";
     }
     os << "  }\n";
   }

@@ -1,11 +1,12 @@
 // A FusionPlan: the partition of a graph into fused groups, and why.
 //
 // Every node is in exactly one group. Per group: its kind (single, vertical, horizontal,
-// mixed), members, the cost model's prediction, the schedule intent the emitter follows, and
+// mixed), members, the cost model's prediction, what it asks of the schedule stage, and
 // the reasons that decided it (rule, score, constraints). It serialises to JSON (the decision
 // log) and renders to DOT (groups as clusters, coloured by kind).
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -17,19 +18,20 @@ namespace opfuse::fusion {
 enum class GroupKind { single, vertical, horizontal, mixed };
 const char* to_string(GroupKind k);
 
-// Where each member's values live in the fused loop nest (schedules/ turns this into Halide).
-struct ScheduleIntent {
-  std::string anchor;                     // the node whose loop nest the group shares
-  std::vector<std::string> inlined;       // compute_inline: values exist only in registers
-  std::vector<std::string> compute_at;    // computed per tile of the anchor (stencils, reductions)
-  std::vector<std::string> materialized;  // computed once for the group, before its tiles (a
-                                          // transpose an anchor reads whole)
-  std::vector<std::string> stored;        // outputs of the group, written to memory
-  double tile_fraction = 1;               // share of the anchor's outer loop one tile covers
-  int prefetch_distance = 1;              // 7.3.4, vector-loop iterations ahead
-  int gpu_threads = 256;                  // threads per GPU block
-  int vector_lanes = 0;                   // CPU f32 lanes of the inner loops; 0: the emitter's
-                                          // default (exploration varies it)
+// What the plan asks of the schedule stage (fusion/schedule/group_schedule.h): the cost
+// model's tiling and prefetch figures, and a user's or explore's requests. Unset requests
+// (0, empty) leave the choice to the stage.
+struct BlockRequest {
+  int rows = 0, vectors = 0;  // an anchor's register block; 0: the stage's
+};
+struct ScheduleRequest {
+  double tile_fraction = 1;  // share of the root's outer loop one tile covers
+  int prefetch_distance = 1;  // 7.3.4, vector-loop iterations ahead
+  int vector_lanes = 0;       // CPU f32 lanes of the inner loops
+  int gpu_threads = 0;        // threads per GPU block of each root's kernel
+  std::map<std::string, std::string> placements;  // node -> "inline", "at_tile", "per_row",
+                                                  // "materialized" (stored nodes stay roots)
+  std::map<std::string, BlockRequest> blocks;     // anchor -> its register block
 };
 
 struct FusedGroup {
@@ -40,7 +42,7 @@ struct FusedGroup {
   double score = 0;
   GroupEstimate estimate;
   double unfused_time_s = 0;  // the same nodes, one kernel each
-  ScheduleIntent intent;
+  ScheduleRequest request;
   bool on_critical_path = false;
   std::vector<std::string> reasons;
 };
@@ -65,7 +67,9 @@ struct FusionPlan {
 };
 
 std::string plan_to_json(const FusionPlan& p);
-std::string plan_to_dot(const FusionPlan& p, const graph::Graph& g);
+// `notes`: a line under each node's name (the schedule stage's placement and tiling).
+std::string plan_to_dot(const FusionPlan& p, const graph::Graph& g,
+                        const std::map<std::string, std::string>& notes = {});
 // A readable table for the command line.
 std::string plan_to_table(const FusionPlan& p);
 

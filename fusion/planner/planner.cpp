@@ -90,7 +90,7 @@ class Planner {
         groups_[group_of_[nodes[0]]].est = est;
         groups_[group_of_[nodes[0]]].reasons = {"given by the user's plan"};
       }
-      if (user[gi].vector_lanes > 0) vector_lanes_[nodes[0]] = user[gi].vector_lanes;
+      user_[nodes[0]] = &user[gi];
     }
     for (size_t i = 0; i < ig_.size(); ++i) {
       if (seen[i] < 0)
@@ -540,93 +540,6 @@ class Planner {
     return GroupKind::vertical;
   }
 
-  // Softmax and layer norm read only elementwise consumers in the group: their output is an
-  // elementwise function of the input and the row statistics (max and sum, mean and
-  // variance), so it inlines into those consumers while the statistics are computed at
-  // their tile. Stored, the normalised rows made a tile-sized intermediate written and read
-  // again (layernorm's 393 KB per tile).
-  bool row_statistics_inline(size_t n, const std::unordered_set<size_t>& set) const {
-    const std::string& op = ig_.node(n).op;
-    if (!graph::has_trait(op, graph::OpTrait::row_statistic)) return false;
-    for (size_t c : ig_.consumers(ig_.node(n).outputs[0])) {
-      if (!set.count(c) || ig_.kind(c) != graph::FusionKind::elementwise) return false;
-    }
-    return true;
-  }
-
-  // An inlined expression holds at most one transcendental (exp, tanh, sigmoid, erf ...):
-  // where a second one would join it, the inlined value feeding it is computed per tile
-  // instead (a tile-local buffer, L2-resident), cutting the loop body in two. With two
-  // exp-based tanh in one body at 4 vectors per iteration, the chain's registers spill:
-  // ew_chain_8 fused 0.276 -> 0.204 ms (JIT, alternately; the same as splitting the group,
-  // without its round trip through memory).
-  void split_transcendental_chains(const std::unordered_set<size_t>& set,
-                                   ScheduleIntent& in) const {
-    std::unordered_map<size_t, int> count;  // transcendentals in a member's inlined expression
-    auto inlined = [&](size_t n) {
-      return std::find(in.inlined.begin(), in.inlined.end(), ig_.node(n).name) != in.inlined.end();
-    };
-    for (size_t n : ig_.topo()) {
-      if (!set.count(n)) continue;
-      const bool t = is_transcendental(ig_.node(n).op);
-      int below = 0;
-      for (size_t p : ig_.preds(n)) {
-        if (count.count(p) && inlined(p)) below = std::max(below, count[p]);
-      }
-      if (t && below >= 1) {
-        for (size_t p : ig_.preds(n)) {
-          if (!count.count(p) || !inlined(p) || count[p] < 1) continue;
-          const std::string& name = ig_.node(p).name;
-          in.inlined.erase(std::find(in.inlined.begin(), in.inlined.end(), name));
-          in.compute_at.push_back(name);
-        }
-        below = 0;
-      }
-      count[n] = below + (t ? 1 : 0);
-    }
-  }
-
-  ScheduleIntent intent_of(const std::vector<size_t>& nodes, const GroupEstimate& e) const {
-    ScheduleIntent in;
-    std::unordered_set<size_t> set(nodes.begin(), nodes.end());
-    size_t anchor = nodes.back();
-    for (size_t n : nodes) {
-      if (Legality::is_anchor(ig_.node(n))) {
-        anchor = n;
-        break;
-      }
-    }
-    in.anchor = ig_.node(anchor).name;
-    for (size_t n : nodes) {
-      const std::string& out = ig_.node(n).outputs[0];
-      bool escapes = ig_.is_graph_output(out);
-      for (size_t c : ig_.consumers(out)) escapes = escapes || !set.count(c);
-      const auto k = ig_.kind(n);
-      bool feeds_anchor = false;
-      for (size_t c : ig_.consumers(out)) {
-        feeds_anchor = feeds_anchor || (set.count(c) && Legality::is_anchor(ig_.node(c)));
-      }
-      if (escapes) {
-        in.stored.push_back(ig_.node(n).name);
-      } else if (ig_.node(n).op == "transpose" && feeds_anchor) {
-        // Every tile of the anchor reads all of it; inlined, its strided reads would turn
-        // the anchor's vector loads into gathers.
-        in.materialized.push_back(ig_.node(n).name);
-      } else if (k == graph::FusionKind::elementwise || k == graph::FusionKind::broadcast ||
-                 k == graph::FusionKind::injective || row_statistics_inline(n, set)) {
-        in.inlined.push_back(ig_.node(n).name);
-      } else {
-        in.compute_at.push_back(ig_.node(n).name);
-      }
-    }
-    split_transcendental_chains(set, in);
-    in.tile_fraction = e.tile_fraction;
-    in.prefetch_distance = e.prefetch_distance;
-    const int max_threads = model_.profile().max_threads_per_block;
-    in.gpu_threads = max_threads > 0 ? std::min(256, max_threads) : 256;
-    return in;
-  }
-
   FusionPlan build_plan() {
     renumber_groups();  // invariant check: throws if the groups form a cycle
     FusionPlan p;
@@ -658,10 +571,15 @@ class Planner {
       fg.score = grp.score;
       fg.estimate = grp.est;
       fg.unfused_time_s = unfused_time(grp.nodes);
-      fg.intent = intent_of(grp.nodes, grp.est);
+      fg.request.tile_fraction = grp.est.tile_fraction;
+      fg.request.prefetch_distance = grp.est.prefetch_distance;
       for (size_t n : grp.nodes) {
-        auto v = vector_lanes_.find(n);
-        if (v != vector_lanes_.end()) fg.intent.vector_lanes = v->second;
+        auto u = user_.find(n);
+        if (u == user_.end()) continue;
+        fg.request.vector_lanes = u->second->vector_lanes;
+        fg.request.gpu_threads = u->second->gpu_threads;
+        fg.request.placements = u->second->placements;
+        fg.request.blocks = u->second->blocks;
       }
       fg.reasons = grp.reasons;
       if (fg.reasons.empty()) {
@@ -714,7 +632,7 @@ class Planner {
   Legality legal_;
   std::vector<Group> groups_;
   std::vector<size_t> group_of_;
-  std::map<size_t, int> vector_lanes_;  // a user group's first node -> its vector width
+  std::map<size_t, const UserGroup*> user_;  // a user group's first node -> its requests
   std::vector<double> pos_;             // per group id: a topological order of the live groups
   std::vector<double> single_;
   std::vector<bool> critical_;
@@ -820,6 +738,49 @@ std::vector<UserGroup> user_groups_from_plan_json(const std::string& text,
                                     "power of two up to 64");
       }
       u.vector_lanes = v.get<int>();
+    }
+    if (sched && g["schedule"].contains("gpu_threads")) {
+      const auto& t = g["schedule"]["gpu_threads"];
+      if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() > 1024 ||
+          t.get<int64_t>() % 32 != 0) {
+        throw std::invalid_argument(where + ": schedule.gpu_threads must be 0 (the stage's) or "
+                                    "a multiple of 32 up to 1024");
+      }
+      u.gpu_threads = t.get<int>();
+    }
+    // The record stage checks what each placement and block means for its node.
+    if (sched && g["schedule"].contains("placements")) {
+      const auto& pl = g["schedule"]["placements"];
+      if (!pl.is_object()) {
+        throw std::invalid_argument(where + ": schedule.placements maps node names to placements");
+      }
+      for (const auto& [node, v] : pl.items()) {
+        if (!v.is_string()) {
+          throw std::invalid_argument(where + ": schedule.placements." + node +
+                                      " must be a string");
+        }
+        u.placements[node] = v.get<std::string>();
+      }
+    }
+    if (sched && g["schedule"].contains("blocks")) {
+      const auto& bl = g["schedule"]["blocks"];
+      if (!bl.is_object()) {
+        throw std::invalid_argument(where + ": schedule.blocks maps anchors to register blocks");
+      }
+      for (const auto& item : bl.items()) {
+        const std::string node = item.key();
+        const auto& b = item.value();
+        auto field = [&](const char* key) {
+          if (!b.is_object() || !b.contains(key)) return 0;
+          const auto& x = b[key];
+          if (!x.is_number_integer() || x.get<int64_t>() < 1 || x.get<int64_t>() > 64) {
+            throw std::invalid_argument(where + ": schedule.blocks." + node + "." + key +
+                                        " must be an integer in [1, 64]");
+          }
+          return x.get<int>();
+        };
+        u.blocks[node] = BlockRequest{field("rows"), field("vectors")};
+      }
     }
     out.push_back(std::move(u));
   }

@@ -9,12 +9,13 @@
 //                                (7.1.3); each group's C + T is its estimate
 //                                max(T_compute, T_memory) + T_overhead (7.4.1), where T_memory
 //                                charges the bytes crossing its cut edges
-//   Step 5  the plan             kinds, schedule intents, critical path against L_max (7.1.4)
+//   Step 5  the plan             kinds, tiling requests, critical path against L_max (7.1.4)
 //
 // Each step only replaces groups by cheaper ones, so the plan never costs more than the
 // unfused one under the model.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -59,14 +60,18 @@ struct PlannerOptions {
 FusionPlan plan_fusion(const graph::Graph& g, const CostModel& model,
                        const PlannerOptions& options = {});
 
-// A user's partition: groups of node names, optionally with a tile fraction and a vector
-// width each (0: the cost model's / the target's). Read from a plan JSON ("groups":
-// [{"nodes": [...], "schedule": {"tile_fraction": f, "vector_lanes": n}}, ...]); a plan
-// written by opfuse is a valid input, edited or not.
+// A user's partition: groups of node names, optionally with a tile fraction, a vector width,
+// placements and register blocks each (unset: the cost model's / the schedule stage's). Read
+// from a plan JSON ("groups": [{"nodes": [...], "schedule": {"tile_fraction": f,
+// "vector_lanes": n, "placements": {...}, "blocks": {...}}}, ...]); a plan written by opfuse
+// is a valid input, edited or not, and gives the same schedule records.
 struct UserGroup {
   std::vector<std::string> nodes;
   double tile_fraction = 0;
   int vector_lanes = 0;
+  int gpu_threads = 0;
+  std::map<std::string, std::string> placements;  // "schedule": {"placements": {node: ...}}
+  std::map<std::string, BlockRequest> blocks;     // "schedule": {"blocks": {node: {rows, vectors}}}
 };
 std::vector<UserGroup> user_groups_from_plan_json(const std::string& text,
                                                   const std::string& source);
@@ -75,7 +80,7 @@ std::vector<UserGroup> user_groups_from_plan_file(const std::string& path);
 
 // The plan for a user's partition, checked like the planner's own groups (every node once,
 // convex, acyclic between groups, no side effects, resources); std::invalid_argument names
-// the group and the reason when it is not legal. Estimates and intents come from the model.
+// the group and the reason when it is not legal. Estimates come from the model.
 FusionPlan plan_from_user_groups(const graph::Graph& g, const CostModel& model,
                                  const std::vector<UserGroup>& groups,
                                  const PlannerOptions& options = {});

@@ -10,6 +10,7 @@
 
 #include "fusion/graph/zoo.h"
 #include "fusion/hardware/profile.h"
+#include "fusion/schedule/group_schedule.h"
 #include "fusion/planner/planner.h"
 #include "tools/explore/explore.h"
 #include "tools/explore/measure.h"
@@ -95,7 +96,7 @@ TEST_CASE("calibration (7.4.1) recovers known correction factors") {
   CHECK(corrected_prediction(rs[3], c) == doctest::Approx(rs[3].m.p50_s));
 }
 
-TEST_CASE("neighbours are legal, distinct, and cover splits, merges, tiles and widths") {
+TEST_CASE("neighbours are legal, distinct, and cover splits, merges, tiles, widths, blocks and placements") {
   const graph::Graph g = graph::zoo_model("perception", graph::ZooSize::cpu);
   const fusion::RooflineCostModel model(fusion::builtin_profile("epyc-avx512-2c"));
   const Options o = quick_options();
@@ -104,11 +105,31 @@ TEST_CASE("neighbours are legal, distinct, and cover splits, merges, tiles and w
   CHECK(list[0].origin == "planner");
   CHECK(list[1].origin == "unfused");
   std::set<std::string> seen;
-  bool split = false, merge = false, tiles = false, vec = false;
+  bool split = false, merge = false, tiles = false, vec = false, block = false, place = false;
+  const fusion::TargetFacts facts = fusion::facts_of(model.profile());
   for (const auto& c : list) {
     CHECK(seen.insert(c.id).second);
     CHECK(c.id == candidate_id(c.groups));
     CHECK_NOTHROW(fusion::plan_from_user_groups(g, model, c.groups));
+    // Its records exist, and carry what the move asked for.
+    const fusion::PipelineSchedule s =
+        fusion::schedule_plan(g, fusion::plan_from_user_groups(g, model, c.groups), facts);
+    for (size_t i = 0; i < c.groups.size(); ++i) {
+      for (const auto& [node, b] : c.groups[i].blocks) {
+        const fusion::NodeSchedule* n = s.groups[i].find(node);
+        REQUIRE(n != nullptr);
+        REQUIRE(n->block.has_value());
+        CHECK(n->block->rows == b.rows);
+        CHECK(n->block->vectors == b.vectors);
+      }
+      for (const auto& [node, p] : c.groups[i].placements) {
+        const fusion::NodeSchedule* n = s.groups[i].find(node);
+        REQUIRE(n != nullptr);
+        if (p == "inline") CHECK(n->placement == fusion::Placement::inlined);
+      }
+    }
+    block = block || c.origin.find("block") != std::string::npos;
+    place = place || c.origin.find("place") != std::string::npos;
     split = split || c.origin.find("split") != std::string::npos;
     merge = merge || c.origin.find("merge") != std::string::npos;
     tiles = tiles || c.origin.find("tiles") != std::string::npos;
@@ -118,6 +139,8 @@ TEST_CASE("neighbours are legal, distinct, and cover splits, merges, tiles and w
   CHECK(merge);
   CHECK(tiles);
   CHECK(vec);
+  CHECK(block);
+  CHECK(place);
 }
 
 TEST_CASE("an interrupted exploration resumes from its results file") {

@@ -86,44 +86,13 @@ TEST_CASE("every group of a zoo plan explains itself, and fewer kernels cost les
     CHECK(p.kernels_fused() < int(g.nodes().size()));
     for (const auto& grp : p.groups) {
       CHECK(!grp.reasons.empty());
-      CHECK(!grp.intent.anchor.empty());
-      CHECK(grp.intent.stored.size() >= 1);
+      CHECK(grp.request.tile_fraction > 0);
+      CHECK(grp.request.tile_fraction <= 1);
     }
     const std::string json = plan_to_json(p);
     CHECK(json.find("\"reasons\"") != std::string::npos);
     CHECK(plan_to_dot(p, g).find("subgraph cluster_0") != std::string::npos);
   }
-}
-
-TEST_CASE("schedule intent: producers of a CBR group are inlined, the pool stores") {
-  const FusionPlan p = plan(load("cbr_pool"));
-  const ScheduleIntent& in = p.groups[0].intent;
-  CHECK(in.anchor == "conv2d_0");
-  CHECK(in.inlined == std::vector<std::string>{"batch_norm_0", "relu_0"});
-  CHECK(in.compute_at == std::vector<std::string>{"conv2d_0"});
-  CHECK(in.stored == std::vector<std::string>{"max_pool_0"});
-  CHECK(in.tile_fraction > 0);
-  CHECK(in.tile_fraction <= 1);
-}
-
-TEST_CASE("schedule intent: an inlined expression holds one transcendental, cut per tile") {
-  // ew_chain_N: (mul, add, tanh, leaky_relu) x N/4. The value feeding each tanh after the
-  // first is computed per tile; a chain with one tanh stays inlined whole.
-  const FusionPlan p8 = plan(load("ew_chain_8")), p16 = plan(load("ew_chain_16"));
-  CHECK(p8.groups[0].intent.compute_at == std::vector<std::string>{"add_1"});
-  CHECK(p8.groups[0].intent.stored == std::vector<std::string>{"leaky_relu_1"});
-  CHECK(p16.groups[0].intent.compute_at == std::vector<std::string>{"add_1", "add_2", "add_3"});
-  CHECK(plan(load("ew_chain_4")).groups[0].intent.compute_at.empty());
-  // Layer norm (inlined into its elementwise consumer) then GELU: one transcendental.
-  CHECK(plan(load("layernorm")).groups[0].intent.compute_at.empty());
-}
-
-TEST_CASE("schedule intent: attention's K transpose is materialised for the score matmul") {
-  const FusionPlan p = plan(load("attention"));
-  const ScheduleIntent& in = p.group_of("matmul_0")->intent;
-  CHECK(in.materialized == std::vector<std::string>{"transpose_0"});
-  CHECK(in.inlined == std::vector<std::string>{"mul_0"});
-  CHECK(in.stored == std::vector<std::string>{"matmul_1"});
 }
 
 TEST_CASE("switches: fusion off globally, or one rule off") {
@@ -234,7 +203,7 @@ TEST_CASE("a user's plan overrides the planner's groups, and illegal ones are re
   const FusionPlan p = plan_from_user_groups(g, model, edited);
   CHECK(groups(p) == std::vector<std::vector<std::string>>{{"conv2d_0", "batch_norm_0", "relu_0"},
                                                            {"max_pool_0"}});
-  CHECK(p.groups[0].intent.tile_fraction == 0.25);
+  CHECK(p.groups[0].request.tile_fraction == 0.25);
   CHECK(p.groups[0].rule == "user");
   // A non-convex group: conv and relu without the batch norm between them.
   CHECK_THROWS_WITH_AS(plan_from_user_groups(g, model,

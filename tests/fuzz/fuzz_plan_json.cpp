@@ -1,4 +1,6 @@
-// Any bytes as a user's plan for the zoo's mixed model: std::invalid_argument or a legal plan.
+// Any bytes as a user's plan for the zoo's mixed model: std::invalid_argument, or a legal plan
+// and its schedule records on an AVX-512 and an AVX2 target (requests the record stage
+// refuses are std::invalid_argument too).
 #include <cstddef>
 #include <cstdint>
 #include <stdexcept>
@@ -6,6 +8,7 @@
 
 #include "fusion/graph/zoo.h"
 #include "fusion/planner/planner.h"
+#include "fusion/schedule/group_schedule.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace opfuse;
@@ -14,7 +17,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {
     const auto groups = fusion::user_groups_from_plan_json(
         std::string(reinterpret_cast<const char*>(data), size), "fuzz");
-    fusion::plan_from_user_groups(g, model, groups);
+    const fusion::FusionPlan plan = fusion::plan_from_user_groups(g, model, groups);
+    fusion::TargetFacts avx512 = fusion::facts_of(model.profile()), avx2 = avx512;
+    avx2.lanes = 8;
+    avx2.vector_registers = 16;
+    for (const auto& t : {avx512, avx2}) {
+      const fusion::PipelineSchedule s = fusion::schedule_plan(g, plan, t);
+      fusion::plan_to_json(plan, s);
+    }
   } catch (const std::invalid_argument&) {
   }
   return 0;

@@ -1,5 +1,8 @@
-// The fused schedule is visibly the plan's: for every zoo model, the lowered loop nest
-// (Halide's .stmt output of the AOT build) has the plan's inlined members nowhere, its
+// The fused schedule is visibly its records': for every zoo model, the lowered loop nest
+// (Halide's .stmt output of the AOT build) has as many parallel tiles per root as its record
+// says, stores of its vector width, an accumulator per register block of the record's
+// lanes x vectors x rows, the
+// record's inlined members nowhere, its
 // compute_at members inside their root's parallel tile loop, each of several tiles computing
 // a part of the member (not all of it: tiles whose bounds Halide cannot narrow recompute the
 // whole tensor in every tile; a single tile computes it whole, once), its materialised members once outside the tile loops, its stored
@@ -55,8 +58,9 @@ struct TileAllocation {
   std::string body;  // "_par_for_<loop>": the tile loop it is in
 };
 
-// name -> `allocate name[type * e0 * e1 ...]` inside a parallel tile body.
-std::map<std::string, TileAllocation> tile_allocations(const std::string& path) {
+// name -> `allocate name[type * e0 * e1 ...]` inside a parallel tile body (or anywhere).
+std::map<std::string, TileAllocation> tile_allocations(const std::string& path,
+                                                       bool anywhere = false) {
   std::ifstream in(path);
   std::map<std::string, TileAllocation> out;
   std::string line, body;
@@ -66,7 +70,7 @@ std::map<std::string, TileAllocation> tile_allocations(const std::string& path) 
       body = at == std::string::npos ? "" : line.substr(at, line.find(' ', at) - at);
     }
     const size_t a = line.find("allocate ");
-    if (body.empty() || a == std::string::npos) continue;
+    if ((body.empty() && !anywhere) || a == std::string::npos) continue;
     const size_t open = line.find('[', a), close = line.find(']', a);
     const std::string name = line.substr(a + 9, open - a - 9);
     std::istringstream dims(line.substr(open + 1, close - open - 1));
@@ -75,6 +79,34 @@ std::map<std::string, TileAllocation> tile_allocations(const std::string& path) 
       if (std::isdigit(static_cast<unsigned char>(tok[0]))) n *= std::stoll(tok);
     }
     out[name] = {n, body};
+  }
+  return out;
+}
+
+// buffer -> the vector widths of its dense stores, `name[ramp(base, 1, lanes)] = ...`.
+std::map<std::string, std::set<int64_t>> store_lanes(const std::string& path) {
+  std::ifstream in(path);
+  std::map<std::string, std::set<int64_t>> out;
+  for (std::string line; std::getline(in, line);) {
+    const size_t start = line.find_first_not_of(' ');
+    const size_t open = line.find("[ramp(");
+    if (start == std::string::npos || open == std::string::npos || open <= start) continue;
+    const std::string name = line.substr(start, open - start);
+    if (name.find_first_of(" =(") != std::string::npos) continue;  // not a store
+    int depth = 0;
+    size_t last_comma = std::string::npos, close = std::string::npos;
+    for (size_t i = open + 5; i < line.size(); ++i) {
+      if (line[i] == '(') ++depth;
+      if (line[i] == ')' && --depth == 0) {
+        close = i;
+        break;
+      }
+      if (line[i] == ',' && depth == 1) last_comma = i;
+    }
+    if (close == std::string::npos || last_comma == std::string::npos) continue;
+    const std::string lanes = line.substr(last_comma + 1, close - last_comma - 1);
+    if (lanes.find_first_not_of(" 0123456789") != std::string::npos) continue;
+    out[name].insert(std::stoll(lanes));
   }
   return out;
 }
@@ -121,9 +153,30 @@ std::multimap<std::string, Produce> parse_stmt(const std::string& path) {
   return out;
 }
 
-std::vector<std::array<std::string, 3>> entries() {
+struct Launch {
+  int64_t blocks = 0, threads = 0;
+};
+
+// kernel name -> its launch, from `halide_cuda_run(cuda[0], "_kernel_<name>", bx, by, bz,
+// tx, ty, tz, ...)` (one-dimensional grids: opfuse fuses a root's dims into one).
+std::map<std::string, Launch> cuda_launches(const std::string& path) {
+  std::ifstream in(path);
+  std::map<std::string, Launch> out;
+  for (std::string line; std::getline(in, line);) {
+    const size_t call = line.find("halide_cuda_run(cuda[0], \"_kernel_");
+    if (call == std::string::npos) continue;
+    const size_t name = line.find("_kernel_", call), end = line.find('"', name);
+    std::istringstream args(line.substr(end + 2));
+    std::vector<int64_t> v;
+    for (std::string tok; v.size() < 6 && std::getline(args, tok, ',');) v.push_back(std::stoll(tok));
+    out[line.substr(name + 8, end - name - 8)] = {v[0] * v[1] * v[2], v[3] * v[4] * v[5]};
+  }
+  return out;
+}
+
+std::vector<std::array<std::string, 3>> entries(const char* list = OPFUSE_ZOO_STMT) {
   std::vector<std::array<std::string, 3>> out;
-  std::istringstream in(OPFUSE_ZOO_STMT);
+  std::istringstream in(list);
   for (std::string item; std::getline(in, item, ',');) {
     const auto a = item.find(':'), b = item.find(':', a + 1);
     out.push_back({item.substr(0, a), item.substr(a + 1, b - a - 1), item.substr(b + 1)});
@@ -135,10 +188,13 @@ std::vector<std::array<std::string, 3>> entries() {
 
 TEST_CASE("each zoo model's host loop nest follows its plan") {
   int checked = 0, partial_tiles = 0, horizontal = 0, accumulators = 0;
+  int record_tiles = 0, record_blocks = 0, record_lanes = 0;
   for (const auto& [model, strategy, stmt] : entries()) {
     INFO(model << " " << strategy);
     const auto produces = parse_stmt(stmt);
     const auto allocations = tile_allocations(stmt);
+    const auto all_allocations = tile_allocations(stmt, true);
+    const auto lanes = store_lanes(stmt);
     const auto tiles = tile_counts(stmt);
     const auto bodies = tile_bodies(stmt);
     const std::string plan_path =
@@ -150,7 +206,70 @@ TEST_CASE("each zoo model's host loop nest follows its plan") {
         opfuse::graph::load_graph_json(std::string(OPFUSE_MODELS_DIR) + "/cpu/" + model + ".json");
     std::set<std::string> outputs(g.outputs().begin(), g.outputs().end());
     for (const auto& group : plan["groups"]) {
-      const auto& sched = group["schedule"];
+      // The record's placements: what the emitter was told to do with each node.
+      std::map<std::string, std::vector<std::string>> sched;
+      for (const auto& n : group["record"]["nodes"]) {
+        const std::string p = n["placement"];
+        sched[p == "root" ? "store" : p == "inline" ? "inline"
+              : p == "materialized" ? "materialize" : "compute_at"].push_back(n["node"]);
+        // The record's tile count is the loop nest's: the parallel loop of the root's tiles
+        // ("_par_for_<root>[_out|_global_wrapper...]_s0_..."), and an anchor's accumulator
+        // is a block of lanes x vectors x rows.
+        if (n.contains("tiling") && !n.contains("compute_with") &&
+            n["tiling"]["kind"] != "gpu") {
+          const std::string node = n["node"];
+          int found = 0;
+          for (const auto& [body, count] : tiles) {
+            const std::string head = "_par_for_" + node + "_";
+            if (body.rfind(head, 0) != 0) continue;
+            const std::string rest = body.substr(head.size());
+            if (rest.rfind("s0_", 0) != 0 && rest.rfind("out_s0_", 0) != 0 &&
+                rest.rfind("global_wrapper", 0) != 0)
+              continue;
+            ++found;
+            CHECK_MESSAGE(count == n["tiling"]["tiles"].get<int64_t>(),
+                          node << ": " << count << " tiles in the loop nest, "
+                               << n["tiling"]["tiles"] << " in its record");
+            ++record_tiles;
+          }
+          // One tile: Halide emits no parallel loop.
+          CHECK_MESSAGE((found == 1 || (found == 0 && n["tiling"]["tiles"] == 1)),
+                        node << ": " << found << " tile loops found for its record of "
+                             << n["tiling"]["tiles"] << " tiles");
+        }
+        // The record's vector widths are the stores': a root's own (not an anchor's, whose
+        // stores are its block's) and every accumulator's.
+        if (n.contains("tiling") && n["tiling"]["kind"] != "gpu" && !n.contains("block") &&
+            n["tiling"]["vector_lanes"].get<int64_t>() > 1) {
+          const std::string node = n["node"];
+          const auto it = lanes.find(n.contains("output") ? node + "_out" : node);
+          if (it != lanes.end()) {
+            CHECK_MESSAGE(*it->second.rbegin() == n["tiling"]["vector_lanes"].get<int64_t>(),
+                          node << ": stores of " << *it->second.rbegin()
+                               << " lanes, its record says " << n["tiling"]["vector_lanes"]);
+            ++record_lanes;
+          }
+        }
+        if (n.contains("block")) {
+          const auto it = lanes.find(n["node"].get<std::string>() + "_acc");
+          REQUIRE_MESSAGE(it != lanes.end(), n["node"] << ": no vector stores to its _acc");
+          CHECK_MESSAGE(it->second == std::set<int64_t>{n["block"]["lanes"].get<int64_t>()},
+                        n["node"] << ": accumulator stores of " << *it->second.begin()
+                                  << ".. lanes, its block has " << n["block"]["lanes"]);
+          ++record_lanes;
+        }
+        if (n.contains("block") && !n["block"].contains("whole_dims")) {
+          const auto acc = all_allocations.find(n["node"].get<std::string>() + "_acc");
+          REQUIRE_MESSAGE(acc != all_allocations.end(), n["node"] << " has a block but no _acc");
+          const auto& b = n["block"];
+          CHECK_MESSAGE(acc->second.elements ==
+                            b["lanes"].get<int64_t>() * b["vectors"].get<int64_t>() *
+                                b["rows"].get<int64_t>(),
+                        n["node"] << ": an accumulator of " << acc->second.elements
+                                  << " floats for a block " << b);
+          ++record_blocks;
+        }
+      }
       if (group["kind"] == "horizontal") {
         // Siblings share one loop nest (compute_with): one tile body, named after the first.
         int own_bodies = 0;
@@ -177,7 +296,7 @@ TEST_CASE("each zoo model's host loop nest follows its plan") {
           // Outside the tile loops of the group's roots: at top level, or in its own loop.
           const std::string& sec = it->second.section;
           CHECK_MESSAGE((sec.find("_par_for_") == std::string::npos ||
-                         sec.find("_par_for_" + m + "_s0") != std::string::npos),
+                         sec.find("_par_for_" + m + "_") != std::string::npos),
                         m << " is materialised once, outside the tile loops");
         }
       }
@@ -241,4 +360,62 @@ TEST_CASE("each zoo model's host loop nest follows its plan") {
   CHECK(partial_tiles >= 3 * 9);   // the zoo's conv, matmul and softmax members
   CHECK(horizontal >= 3 * 2);      // attention's QKV, mixed's two pools
   CHECK(accumulators >= 2 * 10);   // the zoo's blocked anchors, on AVX2 and on AVX-512
+  CHECK(record_tiles >= 3 * 85);   // every root's tile loop of several tiles, fused and unfused
+  CHECK(record_blocks >= 3 * 28);  // every blocked anchor's accumulator
+  CHECK(record_lanes >= 3 * 60);   // vector stores of roots and accumulators
 }
+
+#ifdef OPFUSE_EXPECT_CUDA  // the zoo's CUDA libraries are built where the toolkit is found
+TEST_CASE("each zoo model's CUDA kernels launch as their records say") {
+  int roots = 0, row_kernels = 0, files = 0;
+  for (const auto& [model, strategy, stmt] : entries(OPFUSE_ZOO_CUDA_STMT)) {
+    if (stmt.empty()) continue;
+    INFO(model << " " << strategy << " (cuda)");
+    const auto launches = cuda_launches(stmt);
+    std::ifstream pin(stmt.substr(0, stmt.size() - 5) + ".plan.json");
+    REQUIRE(pin.good());
+    const auto plan = nlohmann::json::parse(pin);
+    for (const auto& group : plan["groups"]) {
+      const auto& rec = group["record"];
+      for (const auto& n : rec["nodes"]) {
+        const std::string node = n["node"];
+        if (n.contains("tiling")) {
+          REQUIRE(n["tiling"]["kind"] == "gpu");
+          // The root's kernel: "<root>[_out]_s0_..." (its dims fused, then blocks x threads).
+          int found = 0;
+          for (const auto& [name, l] : launches) {
+            if (name.rfind(node + "_s0_", 0) != 0 && name.rfind(node + "_out_s0_", 0) != 0)
+              continue;
+            ++found;
+            CHECK_MESSAGE(l.threads == n["tiling"]["gpu_threads"].get<int64_t>(),
+                          node << ": " << l.threads << " threads per block");
+            CHECK_MESSAGE(l.blocks == n["tiling"]["tiles"].get<int64_t>(),
+                          node << ": " << l.blocks << " blocks, the record says "
+                               << n["tiling"]["tiles"]);
+          }
+          CHECK_MESSAGE(found == 1, node << ": " << found << " kernels for one root");
+          roots += found;
+        }
+        if (n.contains("row_kernels")) {
+          // Its statistics (mean, var; max, sum) are kernels of gpu_row_threads each.
+          int found = 0;
+          for (const auto& [name, l] : launches) {
+            if (name.rfind(node + "_", 0) != 0 || name.rfind(node + "_out", 0) == 0 ||
+                name.rfind(node + "_s0", 0) == 0)
+              continue;
+            ++found;
+            CHECK_MESSAGE(l.threads == rec["gpu_row_threads"].get<int64_t>(),
+                          name << ": " << l.threads << " threads per block");
+          }
+          CHECK_MESSAGE(found >= 1, node << ": no row-statistics kernels");
+          row_kernels += found;
+        }
+      }
+    }
+    ++files;
+  }
+  CHECK(files == 2 * 11);
+  CHECK(roots >= 2 * 11);       // at least one root per model and strategy
+  CHECK(row_kernels >= 4 * 2);  // softmax, layer norm, attention and perception, each twice
+}
+#endif

@@ -152,7 +152,11 @@ TEST_CASE("regression: an anchor feeding a materialized transpose in its group i
   std::vector<fusion::UserGroup> one(1);
   for (size_t i : g.topo_order()) one[0].nodes.push_back(g.nodes()[i].name);
   const fusion::FusionPlan plan = check_user_groups(g, one, 3);
-  REQUIRE_FALSE(plan.groups[0].intent.materialized.empty());
+  const fusion::PipelineSchedule records =
+      fusion::schedule_plan(g, plan, fusion::facts_of(fusion::builtin_profile("epyc-avx512-2c")));
+  const fusion::NodeSchedule* k = records.groups[0].find("linear_1");
+  REQUIRE(k != nullptr);
+  CHECK(k->placement == fusion::Placement::materialized);
 }
 
 TEST_CASE("every vector width the explorer tries computes the same") {
@@ -166,7 +170,7 @@ TEST_CASE("every vector width the explorer tries computes the same") {
     std::vector<fusion::UserGroup> groups;
     for (const auto& fg : base.groups) groups.push_back({fg.nodes, 0, lanes});
     const fusion::FusionPlan plan = fusion::plan_from_user_groups(g, model, groups);
-    CHECK(plan.groups[0].intent.vector_lanes == lanes);
+    CHECK(plan.groups[0].request.vector_lanes == lanes);
     check_plan_matches(g, plan, in, want);
   }
 }

@@ -17,6 +17,7 @@
 
 #include "fusion/graph/indexed_graph.h"
 #include "fusion/hardware/profile.h"
+#include "fusion/schedule/group_schedule.h"
 
 namespace opfuse::explore {
 
@@ -52,9 +53,12 @@ Candidate normalized(const graph::Graph& g, const fusion::CostModel& model, Cand
 json groups_json(const std::vector<fusion::UserGroup>& groups) {
   json a = json::array();
   for (const auto& u : groups) {
-    a.push_back(
-        {{"nodes", u.nodes},
-         {"schedule", {{"tile_fraction", u.tile_fraction}, {"vector_lanes", u.vector_lanes}}}});
+    json sched = {{"tile_fraction", u.tile_fraction}, {"vector_lanes", u.vector_lanes}};
+    if (!u.placements.empty()) sched["placements"] = u.placements;
+    for (const auto& [node, b] : u.blocks) {
+      sched["blocks"][node] = {{"rows", b.rows}, {"vectors", b.vectors}};
+    }
+    a.push_back({{"nodes", u.nodes}, {"schedule", sched}});
   }
   return a;
 }
@@ -64,8 +68,17 @@ std::vector<fusion::UserGroup> groups_from_json(const json& a) {
   for (const auto& jg : a) {
     fusion::UserGroup u;
     u.nodes = jg.at("nodes").get<std::vector<std::string>>();
-    u.tile_fraction = jg.at("schedule").at("tile_fraction").get<double>();
-    u.vector_lanes = jg.at("schedule").at("vector_lanes").get<int>();
+    const json& sched = jg.at("schedule");
+    u.tile_fraction = sched.at("tile_fraction").get<double>();
+    u.vector_lanes = sched.at("vector_lanes").get<int>();
+    if (sched.contains("placements")) {
+      u.placements = sched["placements"].get<std::map<std::string, std::string>>();
+    }
+    if (sched.contains("blocks")) {
+      for (const auto& [node, b] : sched["blocks"].items()) {
+        u.blocks[node] = {b.at("rows").get<int>(), b.at("vectors").get<int>()};
+      }
+    }
     out.push_back(std::move(u));
   }
   return out;
@@ -85,8 +98,10 @@ std::vector<fusion::UserGroup> groups_of(const fusion::FusionPlan& p) {
   for (const auto& fg : p.groups) {
     fusion::UserGroup u;
     u.nodes = fg.nodes;
-    u.tile_fraction = fg.intent.tile_fraction;
-    u.vector_lanes = fg.intent.vector_lanes;
+    u.tile_fraction = fg.request.tile_fraction;
+    u.vector_lanes = fg.request.vector_lanes;
+    u.placements = fg.request.placements;
+    u.blocks = fg.request.blocks;
     out.push_back(std::move(u));
   }
   return out;
@@ -100,6 +115,10 @@ std::string candidate_id(const std::vector<fusion::UserGroup>& groups) {
     std::string s;
     for (const auto& n : nodes) s += n + ",";
     s += "@" + fmt(u.tile_fraction, 6) + "/" + std::to_string(u.vector_lanes);
+    for (const auto& [node, p] : u.placements) s += "/" + node + "=" + p;
+    for (const auto& [node, b] : u.blocks) {
+      s += "/" + node + "=" + std::to_string(b.rows) + "x" + std::to_string(b.vectors);
+    }
     parts.push_back(s);
   }
   std::sort(parts.begin(), parts.end());
@@ -128,17 +147,28 @@ std::vector<Candidate> neighbours(const graph::Graph& g, const fusion::CostModel
     return v;
   };
   const auto& B = base.groups;
+  const fusion::TargetFacts facts = fusion::facts_of(model.profile());
   std::vector<Candidate> out;
   std::set<std::string> seen{base.id};
   // A neighbour's origin names the moves from the planner's plan, e.g. "split g1 > tiles x2".
   const std::string prefix =
       base.origin == "planner" || base.origin.empty() ? "" : base.origin + " > ";
   auto add = [&](std::vector<fusion::UserGroup> groups, const std::string& move) {
+    for (auto& u : groups) {  // a split leaves requests for nodes now in another group
+      const std::set<std::string> in(u.nodes.begin(), u.nodes.end());
+      for (auto it = u.placements.begin(); it != u.placements.end();)
+        it = in.count(it->first) ? std::next(it) : u.placements.erase(it);
+      for (auto it = u.blocks.begin(); it != u.blocks.end();)
+        it = in.count(it->first) ? std::next(it) : u.blocks.erase(it);
+    }
     Candidate c{"", prefix + move, round, std::move(groups)};
     try {
       c = normalized(g, model, std::move(c));
+      // Requests the schedule stage refuses (a block larger than the registers) are not
+      // candidates either.
+      fusion::schedule_plan(g, plan_of(g, model, c.groups), facts);
     } catch (const std::invalid_argument&) {
-      return;  // not a legal partition: not a candidate
+      return;  // not a legal partition or schedule: not a candidate
     }
     if (seen.insert(c.id).second) out.push_back(std::move(c));
   };
@@ -208,6 +238,39 @@ std::vector<Candidate> neighbours(const graph::Graph& g, const fusion::CostModel
     std::vector<fusion::UserGroup> groups = B;
     for (auto& u : groups) u.vector_lanes = lanes;
     add(groups, "vector " + std::to_string(lanes));
+  }
+  // Records: each anchor's register block with half or twice its rows, or the other number
+  // of vectors; each member inlined where it is computed per tile, or computed per tile
+  // where it is inlined. The schedule stage refuses what does not fit.
+  if (!facts.gpu) {
+    const fusion::PipelineSchedule records =
+        fusion::schedule_plan(g, plan_of(g, model, B), facts);
+    for (size_t i = 0; i < B.size() && i < records.groups.size(); ++i) {
+      for (const fusion::NodeSchedule& n : records.groups[i].nodes) {
+        if (n.block) {
+          const fusion::RegisterBlock& b = *n.block;
+          const std::pair<int, int> shapes[] = {
+              {std::max(1, b.rows / 2), b.vectors}, {b.rows * 2, b.vectors},
+              {b.rows, b.vectors == 1 ? 2 : 1}};
+          for (const auto& [rows, vectors] : shapes) {
+            if (rows == b.rows && vectors == b.vectors) continue;
+            std::vector<fusion::UserGroup> groups = B;
+            groups[i].blocks[n.node] = {rows, vectors};
+            add(groups, "block " + label(i) + " " + n.node + " " + std::to_string(vectors) +
+                            "x" + std::to_string(rows));
+          }
+        }
+        std::string other;
+        if (n.placement == fusion::Placement::inlined) other = "compute_at";
+        if ((n.placement == fusion::Placement::at_tile ||
+             n.placement == fusion::Placement::per_row) && !n.register_blocked)
+          other = "inline";
+        if (other.empty()) continue;
+        std::vector<fusion::UserGroup> groups = B;
+        groups[i].placements[n.node] = other;
+        add(groups, "place " + label(i) + " " + n.node + " " + other);
+      }
+    }
   }
   return out;
 }
@@ -692,7 +755,8 @@ void write_outputs(const graph::Graph& g, const Options& o, const Exploration& e
     fusion::FusionPlan p = plan_of(g, model, best->candidate.groups);
     p.log.insert(p.log.begin(), "explore: " + why + " of " + std::to_string(ok.size()) +
                                     " measured (" + best->candidate.origin + ")");
-    std::ofstream(out_dir + "/best_plan.json") << fusion::plan_to_json(p);
+    std::ofstream(out_dir + "/best_plan.json")
+        << fusion::plan_to_json(p, fusion::schedule_plan(g, p, fusion::facts_of(profile)));
   }
 
   // Calibration: the correction factors and the model's error before and after.

@@ -1,0 +1,925 @@
+#include "fusion/schedule/group_schedule.h"
+
+#include <algorithm>
+#include <cmath>
+#include <iomanip>
+#include <nlohmann/json.hpp>
+#include <numeric>
+#include <sstream>
+#include <stdexcept>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "fusion/graph/indexed_graph.h"
+#include "fusion/graph/op_schema.h"
+
+namespace opfuse::fusion {
+
+namespace {
+
+using graph::IndexedGraph;
+
+// A register-blocked anchor's block: 2 vectors of output channels (columns) x unrolled pixels
+// (rows). Its accumulators take at most half the vector register file, the other half holds
+// the loaded and broadcast inputs: 16 of AVX-512's 32 zmm, 8 of AVX2's 16 ymm. At least 8
+// accumulators cover a 4-cycle FMA latency on 2 FMA pipes. With 16 ymm, 16 accumulators (the
+// AVX-512 block) spill in the reduction loop.
+constexpr int kBlockVectors = 2;
+constexpr int kMinBlockRows = 4;  // rows of a block where the extent allows no more
+// Threads of a GPU root's block (at most the device's), and of a row-statistics kernel.
+constexpr int kGpuThreads = 256;
+constexpr int kGpuRowThreads = 64;
+
+class GroupScheduler {
+ public:
+  GroupScheduler(const IndexedGraph& ig, const FusedGroup& g, const TargetFacts& t,
+                 const std::unordered_map<std::string, size_t>& index,
+                 const std::unordered_map<std::string, int>& output_of)
+      : ig_(ig), g_(g), t_(t), index_(index), output_of_(output_of),
+        members_(g.nodes.begin(), g.nodes.end()) {}
+
+  GroupSchedule run() {
+    GroupSchedule s;
+    s.group = g_.id;
+    for (const auto& name : g_.nodes) {
+      if (!index_.count(name)) {
+        throw std::invalid_argument("group " + std::to_string(g_.id) + ": no node named '" +
+                                    name + "'");
+      }
+    }
+    placements_of_members();
+    apply_placement_requests();
+    s.anchor = anchor_;
+    s.vector_lanes = g_.request.vector_lanes > 0 ? g_.request.vector_lanes : default_lanes();
+    lanes_ = s.vector_lanes;
+    check_block_requests();
+    s.gpu_row_threads = kGpuRowThreads;
+    s.prefetch.distance = g_.request.prefetch_distance;
+    s.prefetch.emitted = false;
+    s.prefetch.why = t_.gpu ? "not emitted on a GPU: a block's loads are hidden by the other "
+                              "resident warps"
+                            : "not emitted: prefetching the next register block's input rows "
+                              "(1 or 2 blocks ahead) measured x0.97-x0.99 on cbr_pool, mixed and "
+                              "perception; the tile's input is in L2 and the hardware "
+                              "prefetchers follow its rows";
+
+    // Roots, one per stored node, in the group's order.
+    std::vector<const NodeSchedule*> tile_owners;  // roots owning a tile loop (no sibling)
+    std::vector<NodeSchedule> roots;
+    roots.reserve(g_.nodes.size());
+    for (const auto& name : g_.nodes) {
+      if (!stored_.count(name)) continue;
+      NodeSchedule r = make_root(name, Placement::root, "read outside the group: stored");
+      auto out = output_of_.find(ig_.node(index_.at(name)).outputs[0]);
+      bool outside_consumers = false;
+      for (size_t c : ig_.consumers(ig_.node(index_.at(name)).outputs[0]))
+        outside_consumers = outside_consumers || !members_.count(ig_.node(c).name);
+      if (out != output_of_.end() && !outside_consumers) {
+        r.output = out->second;
+        r.reason = "a graph output: the pipeline's output computes it directly";
+      }
+      // Siblings of a horizontal group share one loop nest where their shapes (and so their
+      // tiles) agree and neither reads the other. CPU only: on a GPU each root is a kernel.
+      // Not a diamond (relu -> max_pool and avg_pool in one group, relu computed once per
+      // tile of the pools' fused loop): with compute_with at in_tile and the shared member
+      // computed there, Halide 21 bounds what the second root reads by its whole extent once
+      // the outputs have constant bounds (mixed: the conv computed 56 x 56 in each of 4
+      // tiles), and without constant bounds the blocked conv ran 4x slower. Legality keeps
+      // such a producer out of its window consumers' group; it is stored once instead.
+      if (g_.kind == GroupKind::horizontal && !t_.gpu) {
+        for (const NodeSchedule* other : tile_owners) {
+          if (other->extents == r.extents && other->rule == r.rule &&
+              !reaches_any(other->node, {name}) && !reaches_any(name, {other->node})) {
+            r.compute_with = other->node;
+            r.members_per_row = false;
+            break;
+          }
+        }
+      }
+      roots.push_back(std::move(r));
+      if (roots.back().compute_with.empty()) tile_owners.push_back(&roots.back());
+    }
+    std::map<std::string, const NodeSchedule*> root_of;
+    for (const auto& r : roots) root_of[r.node] = &r;
+
+    // Members: at the tile of the one root that reads them, or their own root.
+    std::vector<NodeSchedule> members;
+    for (const auto& name : g_.nodes) {
+      if (stored_.count(name)) continue;
+      const bool inlined = inlined_.count(name) != 0;
+      const std::vector<std::string> roots_of = roots_reading(name);
+      const bool materialized = materialized_.count(name) != 0;
+      // A member computed per tile cannot feed a materialized member (computed once, before
+      // the tiles): it is materialized too unless it inlines into it.
+      const bool feeds_materialized =
+          !inlined && reaches_any(name, {materialized_.begin(), materialized_.end()});
+      // On a GPU a member computed per thread of the root cannot feed the row-statistics
+      // kernels (softmax, layer norm) that run before the root; in such groups those
+      // members get their own kernel. Elementwise members still inline.
+      const bool gpu_row = t_.gpu && !inlined && has_row_statistics();
+      if (roots_of.size() != 1 || materialized || feeds_materialized || gpu_row) {
+        std::string why = materialized ? reason_.at(name)
+                          : roots_of.size() != 1
+                              ? "read by " + std::to_string(roots_of.size()) +
+                                    " roots: computed once, before their tiles"
+                          : feeds_materialized ? "feeds a materialized member"
+                                               : "on a GPU, beside row-statistics kernels: its "
+                                                 "own kernel";
+        roots.push_back(make_root(name, Placement::materialized, why));
+        continue;
+      }
+      const NodeSchedule& root = *root_of.at(roots_of[0]);
+      NodeSchedule m;
+      m.node = name;
+      m.root = root.node;
+      m.reason = reason_.at(name);
+      m.placement = inlined               ? Placement::inlined
+                    : root.members_per_row ? Placement::per_row
+                                           : Placement::at_tile;
+      decorate(m, root.node);
+      members.push_back(std::move(m));
+    }
+    s.nodes = std::move(roots);
+    for (auto& m : members) s.nodes.push_back(std::move(m));
+    return s;
+  }
+
+  // The tiling of a root of `extents` (Halide order), from the cost model's working-set
+  // fraction, at least 2 tiles per core.
+  //
+  // Tiles are boxes: the dims inside the split dim whole, the split dim in pieces of F, the
+  // dims outside it one point per tile, fused with the pieces into the parallel loop. Members
+  // computed at the tile then get exact bounds; tiles of a fused (flattened) row range would
+  // not: Halide bounds y = (row / W) % H over a range of rows by all of [0, H), so every tile
+  // computed every member's whole tensor (a conv anchor 4x over on 2 cores).
+  static Tiling tile(const std::vector<int64_t>& ext, double tile_fraction, const TileRule& rule,
+                     int lanes, int cores, bool gpu, int gpu_threads) {
+    Tiling t;
+    const int k = int(ext.size());
+    int64_t points = 1;
+    for (int64_t e : ext) points *= e;
+    if (gpu) {
+      t.kind = Tiling::Kind::gpu;
+      t.gpu_threads = gpu_threads;
+      t.factor = gpu_threads;
+      t.tiles = (points + gpu_threads - 1) / gpu_threads;
+      return t;
+    }
+    int v = lanes;
+    while (v > 1 && v > ext[0]) v /= 2;
+    t.vector_lanes = v;
+    if (k == 1) {
+      t.kind = Tiling::Kind::chunks;
+      t.factor = std::max<int64_t>(
+          v, std::min<int64_t>(int64_t(std::ceil(double(ext[0]) * tile_fraction)),
+                               (ext[0] + 2 * cores - 1) / (2 * cores)));
+      t.tiles = (ext[0] + t.factor - 1) / t.factor;
+      return t;
+    }
+    int64_t outer_ext = 1;
+    for (int i = 1; i < k; ++i) outer_ext *= ext[i];
+    if (outer_ext < 2 * cores && rule.chunk_columns && ext[0] >= int64_t(2 * cores) * v) {
+      // Too few rows for the cores ([1, 49152] after a flatten): tiles are chunks of dim 0,
+      // each holding the few rows whole.
+      t.kind = Tiling::Kind::column_chunks;
+      t.factor = (ext[0] / (2 * cores) + v - 1) / v * v;
+      t.tiles = (ext[0] + t.factor - 1) / t.factor;
+      return t;
+    }
+    t.kind = Tiling::Kind::rows;
+    int64_t rows = std::max<int64_t>(1, int64_t(std::floor(double(outer_ext) * tile_fraction)));
+    rows = std::min<int64_t>(rows, std::max<int64_t>(1, (outer_ext + 2 * cores - 1) / (2 * cores)));
+    rows = std::min(outer_ext, (rows + rule.row_multiple - 1) / rule.row_multiple * rule.row_multiple);
+    // The split dim j: the innermost at or outside min_dim, not held whole, whose rows reach
+    // `rows`. A tile holds the dims inside j, F rows of j and the whole dims outside j.
+    const int min_dim = std::min(std::max(rule.min_dim, 1), k - 1);
+    auto whole = [&](int d) { return rule.whole.count(d) != 0; };
+    auto whole_outside = [&](int j) {
+      int64_t n = 1;
+      for (int d = j + 1; d < k; ++d) n *= whole(d) ? ext[d] : 1;
+      return n;
+    };
+    int last = k - 1;  // the outermost dim that may be split
+    while (last > 1 && whole(last)) --last;
+    int j = 1;
+    int64_t inner = 1;  // rows of the dims inside j
+    while (j < last && (j < min_dim || whole(j) || inner * ext[j] * whole_outside(j) < rows)) {
+      inner *= ext[j++];
+    }
+    const int64_t held = inner * whole_outside(j);
+    int64_t factor = std::clamp<int64_t>((rows + held - 1) / held, 1, ext[j]);
+    if (j == min_dim && rule.multiple > 1) {
+      factor = std::min(ext[j], (factor + rule.multiple - 1) / rule.multiple * rule.multiple);
+    }
+    t.split_dim = j;
+    t.factor = factor;
+    t.tiles = (ext[j] + factor - 1) / factor;
+    for (int d = j + 1; d < k; ++d) {
+      if (whole(d)) {
+        t.whole_dims.push_back(d);
+      } else {
+        t.tiles *= ext[d];
+      }
+    }
+    return t;
+  }
+
+ private:
+  const graph::Node& node(const std::string& name) const { return ig_.node(index_.at(name)); }
+  const graph::Tensor& tensor_of(const std::string& name) const {
+    return ig_.graph().tensor(node(name).outputs[0]);
+  }
+  std::string where(const std::string& name) const {
+    return "group " + std::to_string(g_.id) + ", node '" + name + "' (" + node(name).op + ")";
+  }
+
+  // --- placements -----------------------------------------------------------------------
+  // Softmax and layer norm read only elementwise consumers in the group: their output is an
+  // elementwise function of the input and the row statistics (max and sum, mean and
+  // variance), so it inlines into those consumers while the statistics are computed at
+  // their tile. Stored, the normalised rows made a tile-sized intermediate written and read
+  // again (layernorm's 393 KB per tile).
+  bool row_statistics_inline(size_t n) const {
+    if (!graph::has_trait(ig_.node(n).op, graph::OpTrait::row_statistic)) return false;
+    for (size_t c : ig_.consumers(ig_.node(n).outputs[0])) {
+      if (!members_.count(ig_.node(c).name) || ig_.kind(c) != graph::FusionKind::elementwise)
+        return false;
+    }
+    return true;
+  }
+
+  void placements_of_members() {
+    anchor_ = g_.nodes.back();
+    for (const auto& name : g_.nodes) {
+      if (graph::has_trait(node(name).op, graph::OpTrait::anchor)) {
+        anchor_ = name;
+        break;
+      }
+    }
+    for (const auto& name : g_.nodes) {
+      const size_t n = index_.at(name);
+      const std::string& out = ig_.node(n).outputs[0];
+      bool escapes = ig_.is_graph_output(out);
+      for (size_t c : ig_.consumers(out)) escapes = escapes || !members_.count(ig_.node(c).name);
+      const auto k = ig_.kind(n);
+      bool feeds_anchor = false;
+      for (size_t c : ig_.consumers(out)) {
+        feeds_anchor = feeds_anchor || (members_.count(ig_.node(c).name) &&
+                                        graph::has_trait(ig_.node(c).op, graph::OpTrait::anchor));
+      }
+      if (escapes) {
+        stored_.insert(name);
+        reason_[name] = "read outside the group: stored";
+      } else if (ig_.node(n).op == "transpose" && feeds_anchor) {
+        materialized_.insert(name);
+        reason_[name] =
+            "a transpose an anchor reads: every tile reads all of it, and inlined its strided "
+            "reads would turn the anchor's vector loads into gathers";
+      } else if (k == graph::FusionKind::elementwise || k == graph::FusionKind::broadcast ||
+                 k == graph::FusionKind::injective) {
+        inlined_.insert(name);
+        reason_[name] = "elementwise: recomputed where it is read";
+      } else if (row_statistics_inline(n)) {
+        inlined_.insert(name);
+        reason_[name] = "a row statistic read only elementwise: its statistics at the tile, "
+                        "its rows inline";
+      } else {
+        reason_[name] = graph::has_trait(ig_.node(n).op, graph::OpTrait::anchor)
+                            ? "an anchor: register-blocked in its root's tile"
+                            : "a reduction or window: computed per tile";
+      }
+    }
+    split_transcendental_chains();
+  }
+
+  // An inlined expression holds at most one transcendental (exp, tanh, sigmoid, erf ...):
+  // where a second one would join it, the inlined value feeding it is computed per tile
+  // instead (a tile-local buffer, L2-resident), cutting the loop body in two. With two
+  // exp-based tanh in one body at 4 vectors per iteration, the chain's registers spill:
+  // ew_chain_8 fused 0.276 -> 0.204 ms (JIT, alternately; the same as splitting the group,
+  // without its round trip through memory).
+  void split_transcendental_chains() {
+    std::unordered_map<size_t, int> count;  // transcendentals in a member's inlined expression
+    auto inlined = [&](size_t n) { return inlined_.count(ig_.node(n).name) != 0; };
+    for (size_t n : ig_.topo()) {
+      if (!members_.count(ig_.node(n).name)) continue;
+      const bool t = graph::has_trait(ig_.node(n).op, graph::OpTrait::transcendental);
+      int below = 0;
+      for (size_t p : ig_.preds(n)) {
+        if (count.count(p) && inlined(p)) below = std::max(below, count[p]);
+      }
+      if (t && below >= 1) {
+        for (size_t p : ig_.preds(n)) {
+          if (!count.count(p) || !inlined(p) || count[p] < 1) continue;
+          inlined_.erase(ig_.node(p).name);
+          reason_[ig_.node(p).name] =
+              "computed per tile: a second transcendental (" + ig_.node(n).name +
+              ") would join its inlined expression and spill the loop body's registers";
+        }
+        below = 0;
+      }
+      count[n] = below + (t ? 1 : 0);
+    }
+  }
+
+  void apply_placement_requests() {
+    for (const auto& [name, want] : g_.request.placements) {
+      if (!members_.count(name)) {
+        throw std::invalid_argument("group " + std::to_string(g_.id) + ": placement for '" +
+                                    name + "', which is not in the group");
+      }
+      if (stored_.count(name)) {
+        if (want == "root") continue;
+        throw std::invalid_argument(where(name) + ": read outside the group, so it is stored; "
+                                    "it cannot be '" + want + "'");
+      }
+      const bool anchor = graph::has_trait(node(name).op, graph::OpTrait::anchor);
+      const std::string now = inlined_.count(name)        ? "inline"
+                              : materialized_.count(name) ? "materialized"
+                                                          : "compute_at";
+      if (want == now) continue;  // the stage's own choice, with its reason
+      if (want == "inline") {
+        if (anchor) {
+          throw std::invalid_argument(where(name) + ": an anchor cannot be inlined (its "
+                                      "register-blocked accumulator is computed at its loop)");
+        }
+        inlined_.insert(name);
+        materialized_.erase(name);
+      } else if (want == "compute_at") {
+        inlined_.erase(name);
+        materialized_.erase(name);
+      } else if (want == "materialized") {
+        inlined_.erase(name);
+        materialized_.insert(name);
+      } else {
+        throw std::invalid_argument(where(name) + ": placement '" + want +
+                                    "' is none of inline, compute_at, materialized");
+      }
+      reason_[name] = "requested by the plan";
+    }
+  }
+
+  // Several vectors per inner iteration on the CPU: independent vectors hide the latency of
+  // long inlined chains (exp, divisions) and of reductions, which one vector leaves exposed.
+  // Measured with `opfuse run --plan` on the zoo (p50 at 32 -> 64 lanes, natural 16):
+  // ew_chain_4/8/16 -16/-20/-36%, attention -24%, layernorm -8%, softmax -7%, but mlp +19%
+  // (its register-blocked linears); and at 16 -> 32 lanes convolution groups lose up to 2x
+  // (perception, NCHW). So: 4 vectors without an anchor, 2 with matmul/linear anchors, the
+  // natural width with a convolution. A plan's vector_lanes overrides this.
+  // The matmul's 2 registers per vector only where its block of 2 x 4 of them fits the
+  // accumulator budget (AVX-512's 16 zmm); with AVX2's 8 ymm they left 2 rows per block, and
+  // the natural width (2 x 4 ymm) measured x1.3-1.5 faster on mlp (JIT, AVX2 code).
+  int default_lanes() const {
+    if (t_.gpu) return t_.lanes;
+    int vectors = 4;
+    for (const auto& name : g_.nodes) {
+      const std::string& op = node(name).op;
+      if (op == "conv2d") return t_.lanes;
+      if (op == "matmul" || op == "linear") {
+        vectors = accumulator_registers() >= 2 * kBlockVectors * kMinBlockRows ? 2 : 1;
+      }
+    }
+    return vectors * t_.lanes;
+  }
+
+  // Threads per block of a GPU root: the plan's request, or 256 (at most the device's).
+  int gpu_threads() const {
+    const int want = g_.request.gpu_threads;
+    if (want > 0) {
+      if (t_.gpu_max_threads > 0 && want > t_.gpu_max_threads) {
+        throw std::invalid_argument("group " + std::to_string(g_.id) + ": " +
+                                    std::to_string(want) + " GPU threads per block, but the "
+                                    "device allows " + std::to_string(t_.gpu_max_threads));
+      }
+      return want;
+    }
+    return t_.gpu_max_threads > 0 ? std::min(kGpuThreads, t_.gpu_max_threads) : kGpuThreads;
+  }
+
+  int accumulator_registers() const { return anchor_accumulator_registers(t_.vector_registers); }
+
+  bool is_nchw_conv(const graph::Node& n) const {
+    return n.op == "conv2d" &&
+           graph::conv2d_window(n, ig_.graph().tensor(n.inputs[0]), ig_.graph().tensor(n.inputs[1]))
+                   .layout == graph::Layout::NCHW;
+  }
+  // Anchors whose accumulators are register-blocked (CPU targets).
+  bool is_blocked_anchor(const std::string& name) const {
+    return !t_.gpu && graph::has_trait(node(name).op, graph::OpTrait::anchor);
+  }
+  bool has_blocked_anchor() const {
+    for (const auto& name : g_.nodes) {
+      if (is_blocked_anchor(name)) return true;
+    }
+    return false;
+  }
+  bool has_row_statistics() const {
+    for (const auto& name : g_.nodes) {
+      if (graph::has_trait(node(name).op, graph::OpTrait::row_statistic)) return true;
+    }
+    return false;
+  }
+  // Does the row statistic of `n` reduce over the tensor's last (contiguous) axis? Layer norm
+  // always does (it normalises over x.shape[axis:]); softmax when its axis is the last.
+  bool reduces_innermost_axis(const graph::Node& n) const {
+    if (n.op == "layer_norm") return true;
+    const graph::Shape& s = ig_.graph().tensor(n.inputs[0]).shape;
+    return graph::normalize_axis(n, graph::attr_int(n, "axis", -1), s.size()) == int(s.size()) - 1;
+  }
+
+  // --- register blocks -------------------------------------------------------------------
+  // Sizes fit the extents, so the block never needs a tail (ShiftInwards moves the last
+  // block back), the accumulator's region is a constant and LLVM keeps it in registers.
+  RegisterBlock block_shape(const std::string& name) const {
+    const graph::Node& n = node(name);
+    const graph::Shape& shape = tensor_of(name).shape;
+    RegisterBlock b;
+    const bool nchw = is_nchw_conv(n);
+    b.row_dim = nchw ? 2 : 1;
+    if (shape.size() <= size_t(b.row_dim)) return b;
+    const int64_t ve = shape.back(), ue = shape[shape.size() - 1 - b.row_dim];
+    // Fewer columns than a vector (an 8-channel NHWC conv on 16 lanes): the widest power of
+    // two that fits, not scalar code.
+    while (b.lanes * 2 <= std::min<int64_t>(ve, lanes_)) b.lanes *= 2;
+    if (b.lanes < 4) b.lanes = 1;
+    const bool two_vectors = ve >= int64_t(b.lanes) * kBlockVectors && b.lanes > 1;
+    auto req = g_.request.blocks.find(name);
+    if (nchw) {
+      // Channels x pixel vectors, 8 accumulators where the channels allow: a block that
+      // divides the channel count wastes nothing (12 channels in blocks of 8 compute 16).
+      // 8 accumulators at most, also on AVX-512 (16 measured no faster on perception).
+      const std::pair<int, int> shapes[] = {{8, 1}, {4, 2}, {2, 2}};  // (channels, vectors)
+      const int budget = accumulator_registers();
+      auto fits = [&](int ch, int nv) { return (nv == 1 || two_vectors) && ch * nv <= budget; };
+      std::optional<std::pair<int, int>> pick;
+      for (const auto& [ch, nv] : shapes) {
+        if (!pick && ue % ch == 0 && fits(ch, nv)) pick = std::make_pair(ch, nv);
+      }
+      for (const auto& [ch, nv] : shapes) {
+        if (!pick && ue >= ch && fits(ch, nv)) pick = std::make_pair(ch, nv);
+      }
+      b.rows = pick ? pick->first : 1;
+      b.vectors = pick ? pick->second : 1;
+    } else {
+      // The rows fill the accumulator budget (half the register file): on AVX-512 an NHWC
+      // conv is 2 x 8 (16 zmm: at 8 the FMA latency of 2 pipes is covered with no slack;
+      // measured x1.10 on cbr_pool, mixed and perception, while 6 rows, which do not divide
+      // W = 56, lost 20%; 7 and 14 rows, 14 and 28 accumulators, measured the same as 8), a
+      // matmul 2 x 4 of its 2-register lanes (default_lanes: 2 x natural); on AVX2 half the
+      // rows.
+      b.vectors = two_vectors ? kBlockVectors : 1;
+      const int regs_per_vector = std::max(1, b.lanes / t_.lanes);
+      const int budget = std::max(1, accumulator_registers() / regs_per_vector);  // in vectors
+      const int rows_wanted = std::max(1, budget / b.vectors);
+      const int fallback = std::min(rows_wanted, kMinBlockRows);
+      b.rows = ue >= rows_wanted ? rows_wanted : (ue >= fallback ? fallback : 1);
+    }
+    if (req != g_.request.blocks.end()) {
+      if (req->second.rows > 0) b.rows = req->second.rows;
+      if (req->second.vectors > 0) b.vectors = req->second.vectors;
+    }
+    return b;
+  }
+
+  void check_block_requests() const {
+    for (const auto& [name, req] : g_.request.blocks) {
+      if (!members_.count(name)) {
+        throw std::invalid_argument("group " + std::to_string(g_.id) + ": block for '" + name +
+                                    "', which is not in the group");
+      }
+      if (!graph::has_trait(node(name).op, graph::OpTrait::anchor)) {
+        throw std::invalid_argument(where(name) + ": only anchors have register blocks");
+      }
+      if (t_.gpu) continue;  // no register blocks on a GPU: the request has no effect
+      const RegisterBlock b = block_shape(name);
+      const graph::Shape& shape = tensor_of(name).shape;
+      if (shape.size() <= size_t(b.row_dim)) continue;
+      const int64_t ue = shape[shape.size() - 1 - b.row_dim], ve = shape.back();
+      if (b.rows > ue) {
+        throw std::invalid_argument(where(name) + ": a block of " + std::to_string(b.rows) +
+                                    " rows, but its dim " + std::to_string(b.row_dim) +
+                                    " has only " + std::to_string(ue));
+      }
+      if (int64_t(b.vectors) * b.lanes > std::max<int64_t>(ve, b.lanes)) {
+        throw std::invalid_argument(where(name) + ": a block of " + std::to_string(b.vectors) +
+                                    " vectors of " + std::to_string(b.lanes) +
+                                    " lanes, but it has only " + std::to_string(ve) + " columns");
+      }
+      if (b.accumulators(t_.lanes) > t_.vector_registers) {
+        throw std::invalid_argument(
+            where(name) + ": a block of " + std::to_string(b.accumulators(t_.lanes)) +
+            " accumulator registers, but the target has " + std::to_string(t_.vector_registers));
+      }
+    }
+  }
+
+  // --- roots ----------------------------------------------------------------------------
+  NodeSchedule make_root(const std::string& name, Placement p, const std::string& why) {
+    NodeSchedule r;
+    r.node = name;
+    r.root = name;
+    r.placement = p;
+    r.reason = why;
+    const graph::Shape& shape = tensor_of(name).shape;
+    r.extents.assign(shape.rbegin(), shape.rend());
+    r.rule = tile_rule(name, shape);
+    const int threads = gpu_threads();
+    r.tiling = tile(r.extents, g_.request.tile_fraction, r.rule, lanes_, t_.cores, t_.gpu, threads);
+    // Row statistics (softmax, layer norm) of a root with several outer dims: computed per
+    // row, which is what fits in L1. Not with a register-blocked anchor, whose blocks span
+    // several rows.
+    r.members_per_row = r.tiling.kind == Tiling::Kind::rows && r.extents.size() > 2 &&
+                        has_row_statistics() && !has_blocked_anchor();
+    decorate(r, name);
+    return r;
+  }
+
+  // The block and the helpers' facts of a node computed under `root`.
+  void decorate(NodeSchedule& m, const std::string& root) const {
+    const graph::Node& n = node(m.node);
+    m.register_blocked = is_blocked_anchor(m.node);
+    if (m.register_blocked && m.placement != Placement::inlined &&
+        tensor_of(m.node).shape.size() > size_t(block_shape(m.node).row_dim)) {
+      RegisterBlock b = block_shape(m.node);
+      // Under a root of another rank or layout (a flatten, a transpose), a tile's region of
+      // the anchor comes through divisions, modulos or permutations of the root's index, and
+      // the tile rule cannot align it to the blocks: the block dims are computed whole, so no
+      // block is ever cut short (ShiftInwards would move it before the region's start and
+      // read before the input's: an explored attention plan did, at -48).
+      b.whole_dims = !aligned(m.node, root);
+      const bool nchw = b.row_dim == 2;
+      if (n.op != "conv2d") {
+        b.reduction_order = {0};  // k
+      } else if (nchw) {
+        b.reduction_order = {2, 1, 0};  // kw, kh, ci
+        // The kernel-width loop is innermost and 1-7 long: unrolled, the block's FMAs are not
+        // cut into short trips of loop overhead.
+        b.unroll_kernel_width = ig_.graph().tensor(n.inputs[1]).shape.back() <= 7;
+      } else {
+        b.reduction_order = {0, 2, 1};  // ci innermost: contiguous NHWC reads
+        // Weights [Cout, Cin, KH, KW] stored with Cout innermost: one contiguous vector load
+        // per (ci, kh, kw) instead of a gather.
+        b.pack_weights = true;
+      }
+      m.block = b;
+    }
+    m.row_kernels = t_.gpu && graph::has_trait(n.op, graph::OpTrait::row_statistic);
+    m.vectorize_row_reduction = !t_.gpu &&
+                                graph::has_trait(n.op, graph::OpTrait::row_statistic) &&
+                                reduces_innermost_axis(n);
+  }
+
+  // The tile rule of a root: a register-blocked anchor's blocks (4 rows of a matmul or an
+  // NHWC conv, up to 8 channels of an NCHW conv) never straddle a tile, so tiles split the
+  // block's row dim in multiples of the block, or an outer dim, or hold it whole.
+  TileRule tile_rule(const std::string& root, const graph::Shape& root_shape) const {
+    TileRule rule;
+    // Row statistics (softmax, layer norm) are vectorised across rows: a tile holds at least
+    // a vector of rows, or most lanes would be masked off.
+    if (!t_.gpu && has_row_statistics()) rule.row_multiple = lanes_;
+    const size_t rank = root_shape.size();
+    for (const auto& name : g_.nodes) {
+      if (!is_blocked_anchor(name) || rank < 2) continue;
+      // Anchors in another root's tiles, or not aligned with this root (which compute their
+      // block dims whole), put no constraint on these tiles; with only such anchors, chunks
+      // of the root's dim 0 are safe.
+      if (name != root && !reaches_any(name, {root})) continue;
+      if (!aligned(name, root)) continue;
+      rule.chunk_columns = false;
+      if (is_nchw_conv(node(name))) {
+        // Blocks of an NCHW conv lie along C: tiles hold all channels and split H (or N),
+        // which also keeps a tile's input rows (all channels, F + halo rows) in cache.
+        rule.whole.insert(2);
+        continue;
+      }
+      const RegisterBlock bs = block_shape(name);
+      size_t ud = size_t(bs.row_dim);
+      int64_t block = bs.rows;
+      if (ud >= rank || root_shape[rank - 1 - ud] < block) {  // no blocks: the dim is whole
+        ud = std::min(ud + 1, rank - 1);
+        block = 1;
+      }
+      if (int(ud) > rule.min_dim) {
+        rule.min_dim = int(ud);
+        rule.multiple = block;
+      } else if (int(ud) == rule.min_dim) {
+        rule.multiple = std::lcm(rule.multiple, block);
+      }
+    }
+    return rule;
+  }
+
+  // --- walks inside the group -------------------------------------------------------------
+  // Walks the group members downstream of `name`, each once; `visit(member)` says whether
+  // to go on past it.
+  template <typename Visit>
+  void walk_downstream(const std::string& name, Visit visit) const {
+    std::vector<size_t> stack{index_.at(name)};
+    std::unordered_set<size_t> seen;
+    while (!stack.empty()) {
+      const size_t u = stack.back();
+      stack.pop_back();
+      for (size_t s : ig_.succs(u)) {
+        const std::string& sn = ig_.node(s).name;
+        if (!members_.count(sn) || !seen.insert(s).second) continue;
+        if (visit(sn)) stack.push_back(s);
+      }
+    }
+  }
+
+  // Is an anchor's index space the root's: the root itself, or of the same rank with no
+  // layout change (transpose, reshape ...) after the anchor inside the group? Elementwise
+  // ops, windows and pools keep the dims' meaning.
+  bool aligned(const std::string& anchor, const std::string& root) const {
+    if (anchor == root) return true;
+    if (tensor_of(anchor).shape.size() != tensor_of(root).shape.size()) return false;
+    bool moved = false;
+    walk_downstream(anchor, [&](const std::string& m) {
+      moved = moved || graph::has_trait(node(m).op, graph::OpTrait::moves_layout);
+      return m != root;
+    });
+    return !moved;
+  }
+
+  // Does `name` (transitively, inside the group) feed one of `targets`?
+  bool reaches_any(const std::string& name, const std::set<std::string>& targets) const {
+    bool found = false;
+    walk_downstream(name, [&](const std::string& m) {
+      found = found || targets.count(m) != 0;
+      return !found;
+    });
+    return found;
+  }
+
+  // Stored nodes of the group that (transitively, inside the group) read `name`.
+  std::vector<std::string> roots_reading(const std::string& name) const {
+    std::vector<std::string> roots;
+    walk_downstream(name, [&](const std::string& m) {
+      if (!stored_.count(m)) return true;
+      if (std::find(roots.begin(), roots.end(), m) == roots.end()) roots.push_back(m);
+      return false;  // a root's own readers are its business
+    });
+    return roots;
+  }
+
+  const IndexedGraph& ig_;
+  const FusedGroup& g_;
+  const TargetFacts& t_;
+  const std::unordered_map<std::string, size_t>& index_;
+  const std::unordered_map<std::string, int>& output_of_;
+  const std::set<std::string> members_;
+  std::set<std::string> stored_, inlined_, materialized_;
+  std::map<std::string, std::string> reason_;
+  std::string anchor_;
+  int lanes_ = 8;
+};
+
+}  // namespace
+
+TargetFacts facts_of(const HardwareProfile& hw) {
+  TargetFacts t;
+  t.gpu = hw.gpu;
+  t.lanes = std::max(1, hw.vector_bytes / 4);
+  t.vector_registers = hw.vector_registers;
+  t.cores = std::max(1, hw.cores);
+  t.gpu_max_threads = hw.gpu ? hw.max_threads_per_block : 0;
+  return t;
+}
+
+const char* to_string(Placement p) {
+  switch (p) {
+    case Placement::inlined:
+      return "inline";
+    case Placement::at_tile:
+      return "at_tile";
+    case Placement::per_row:
+      return "per_row";
+    case Placement::root:
+      return "root";
+    default:
+      return "materialized";
+  }
+}
+
+std::optional<Placement> placement_named(const std::string& s) {
+  for (Placement p : {Placement::inlined, Placement::at_tile, Placement::per_row, Placement::root,
+                      Placement::materialized}) {
+    if (s == to_string(p)) return p;
+  }
+  return std::nullopt;
+}
+
+const char* to_string(Tiling::Kind k) {
+  switch (k) {
+    case Tiling::Kind::chunks:
+      return "chunks";
+    case Tiling::Kind::column_chunks:
+      return "column_chunks";
+    case Tiling::Kind::rows:
+      return "rows";
+    default:
+      return "gpu";
+  }
+}
+
+const NodeSchedule* GroupSchedule::find(const std::string& node) const {
+  for (const auto& n : nodes) {
+    if (n.node == node) return &n;
+  }
+  return nullptr;
+}
+
+PipelineSchedule schedule_plan(const graph::Graph& g, const FusionPlan& plan,
+                               const TargetFacts& target) {
+  const IndexedGraph ig(g);
+  std::unordered_map<std::string, size_t> index;
+  for (size_t i = 0; i < ig.size(); ++i) index[ig.node(i).name] = i;
+  std::unordered_map<std::string, int> output_of;
+  for (size_t i = 0; i < g.outputs().size(); ++i) output_of[g.outputs()[i]] = int(i);
+  PipelineSchedule s;
+  s.target = target;
+  std::set<int> rooted;
+  for (const FusedGroup& grp : plan.groups) {
+    s.groups.push_back(GroupScheduler(ig, grp, target, index, output_of).run());
+    for (const auto& n : s.groups.back().nodes) {
+      if (n.output >= 0) rooted.insert(n.output);
+    }
+  }
+  // Outputs not rooted by any group (a stored node that other groups also read) copy it.
+  for (size_t i = 0; i < g.outputs().size(); ++i) {
+    if (rooted.count(int(i))) continue;
+    OutputCopy c;
+    c.output = int(i);
+    const graph::Shape& shape = g.tensor(g.outputs()[i]).shape;
+    c.extents.assign(shape.rbegin(), shape.rend());
+    c.tiling = GroupScheduler::tile(c.extents, 1.0, TileRule(), target.lanes, target.cores,
+                                    target.gpu, kGpuThreads);
+    s.output_copies.push_back(std::move(c));
+  }
+  return s;
+}
+
+namespace {
+
+using json = nlohmann::ordered_json;
+
+json tiling_json(const Tiling& t) {
+  json j = {{"kind", to_string(t.kind)}, {"tiles", t.tiles}};
+  if (t.kind == Tiling::Kind::gpu) {
+    j["gpu_threads"] = t.gpu_threads;
+    return j;
+  }
+  j["split_dim"] = t.split_dim;
+  j["factor"] = t.factor;
+  if (!t.whole_dims.empty()) j["whole_dims"] = t.whole_dims;
+  j["vector_lanes"] = t.vector_lanes;
+  return j;
+}
+
+json record_json(const GroupSchedule& s, const TargetFacts& t) {
+  json j;
+  j["anchor"] = s.anchor;
+  if (!t.gpu) j["vector_lanes"] = s.vector_lanes;
+  if (t.gpu) j["gpu_row_threads"] = s.gpu_row_threads;
+  j["nodes"] = json::array();
+  for (const NodeSchedule& n : s.nodes) {
+    json jn = {{"node", n.node}, {"placement", to_string(n.placement)}};
+    if (n.placement == Placement::root || n.placement == Placement::materialized) {
+      if (n.output >= 0) jn["output"] = n.output;
+      jn["extents"] = n.extents;
+      jn["tiling"] = tiling_json(n.tiling);
+      if (!n.compute_with.empty()) jn["compute_with"] = n.compute_with;
+      if (n.members_per_row) jn["members_per_row"] = true;
+    } else {
+      jn["root"] = n.root;
+    }
+    if (n.block) {
+      jn["block"] = {{"row_dim", n.block->row_dim},
+                     {"lanes", n.block->lanes},
+                     {"vectors", n.block->vectors},
+                     {"rows", n.block->rows},
+                     {"accumulators", n.block->accumulators(t.lanes)}};
+      if (n.block->whole_dims) jn["block"]["whole_dims"] = true;
+      jn["block"]["reduction_order"] = n.block->reduction_order;
+      if (n.block->unroll_kernel_width) jn["block"]["unroll_kernel_width"] = true;
+      if (n.block->pack_weights) jn["block"]["pack_weights"] = true;
+    }
+    if (n.vectorize_row_reduction) jn["vectorize_row_reduction"] = true;
+    if (n.row_kernels) jn["row_kernels"] = true;
+    jn["reason"] = n.reason;
+    j["nodes"].push_back(jn);
+  }
+  j["prefetch"] = {{"distance", s.prefetch.distance},
+                   {"emitted", s.prefetch.emitted},
+                   {"why", s.prefetch.why}};
+  return j;
+}
+
+// The requests that give this record again.
+json requests_json(const GroupSchedule& s, const FusedGroup& g, const TargetFacts& t) {
+  json j = {{"tile_fraction", g.request.tile_fraction},
+            {"prefetch_distance", g.request.prefetch_distance},
+            {"vector_lanes", t.gpu ? g.request.vector_lanes : s.vector_lanes}};
+  if (t.gpu) {
+    for (const NodeSchedule& n : s.nodes) {
+      if (n.tiling.kind == Tiling::Kind::gpu) j["gpu_threads"] = n.tiling.gpu_threads;
+    }
+  }
+  json placements = json::object(), blocks = json::object();
+  for (const NodeSchedule& n : s.nodes) {
+    if (n.placement == Placement::root) continue;
+    placements[n.node] = n.placement == Placement::inlined        ? "inline"
+                         : n.placement == Placement::materialized ? "materialized"
+                                                                  : "compute_at";
+    if (n.block) blocks[n.node] = {{"rows", n.block->rows}, {"vectors", n.block->vectors}};
+  }
+  for (const NodeSchedule& n : s.nodes) {
+    if (n.placement == Placement::root && n.block)
+      blocks[n.node] = {{"rows", n.block->rows}, {"vectors", n.block->vectors}};
+  }
+  if (!placements.empty()) j["placements"] = placements;
+  if (!blocks.empty()) j["blocks"] = blocks;
+  return j;
+}
+
+}  // namespace
+
+std::string plan_to_json(const FusionPlan& p, const PipelineSchedule& s) {
+  json j = json::parse(plan_to_json(p));
+  j["target"] = {{"gpu", s.target.gpu},
+                 {"lanes", s.target.lanes},
+                 {"vector_registers", s.target.vector_registers},
+                 {"cores", s.target.cores}};
+  if (s.target.gpu) j["target"]["gpu_max_threads"] = s.target.gpu_max_threads;
+  for (size_t i = 0; i < p.groups.size() && i < s.groups.size(); ++i) {
+    j["groups"][i]["schedule"] = requests_json(s.groups[i], p.groups[i], s.target);
+    j["groups"][i]["record"] = record_json(s.groups[i], s.target);
+  }
+  if (!s.output_copies.empty()) {
+    j["output_copies"] = json::array();
+    for (const auto& c : s.output_copies) {
+      j["output_copies"].push_back(
+          {{"output", c.output}, {"extents", c.extents}, {"tiling", tiling_json(c.tiling)}});
+    }
+  }
+  // Keep "log" last, where a reader expects it.
+  json log = j["log"];
+  j.erase("log");
+  j["log"] = log;
+  return j.dump(2) + "\n";
+}
+
+std::string schedule_to_table(const PipelineSchedule& s) {
+  std::ostringstream os;
+  for (const GroupSchedule& g : s.groups) {
+    os << "  group " << g.group << " (" << (s.target.gpu ? "gpu" : std::to_string(g.vector_lanes) +
+                                                                  " lanes")
+       << "):\n";
+    for (const NodeSchedule& n : g.nodes) {
+      os << "    " << std::left << std::setw(24) << n.node << std::setw(13) << to_string(n.placement);
+      if (n.placement == Placement::root || n.placement == Placement::materialized) {
+        const Tiling& t = n.tiling;
+        os << t.tiles << " tiles, " << to_string(t.kind);
+        if (t.kind == Tiling::Kind::gpu) {
+          os << " x " << t.gpu_threads << " threads";
+        } else {
+          os << " dim " << t.split_dim << " by " << t.factor << ", " << t.vector_lanes
+             << " lanes";
+        }
+        if (!n.compute_with.empty()) os << ", in " << n.compute_with << "'s loop";
+        if (n.members_per_row) os << ", members per row";
+      } else {
+        os << "in " << n.root;
+      }
+      if (n.block) {
+        os << "; block " << n.block->vectors << "x" << n.block->lanes << " lanes x "
+           << n.block->rows << " rows (dim " << n.block->row_dim << ")"
+           << (n.block->whole_dims ? ", block dims whole" : "");
+      }
+      os << "\n";
+    }
+  }
+  return os.str();
+}
+
+std::map<std::string, std::string> schedule_notes(const PipelineSchedule& s) {
+  std::map<std::string, std::string> out;
+  for (const GroupSchedule& g : s.groups) {
+    for (const NodeSchedule& n : g.nodes) {
+      std::string note = to_string(n.placement);
+      if (n.placement == Placement::root || n.placement == Placement::materialized) {
+        note += ": " + std::to_string(n.tiling.tiles) + " tiles";
+      } else {
+        note += " of " + n.root;
+      }
+      if (n.block) {
+        note += ", block " + std::to_string(n.block->vectors * n.block->lanes) + "x" +
+                std::to_string(n.block->rows);
+      }
+      out[n.node] = note;
+    }
+  }
+  return out;
+}
+
+}  // namespace opfuse::fusion

@@ -1,0 +1,335 @@
+// The schedule stage without Halide: each group's record from plan x target facts. What the
+// records say is what is emitted (test_loop_nests reads the loop nests against them); here,
+// the choices themselves: placements and their reasons, tiles per target, register blocks
+// per ISA, the requests a plan may make and the ones refused, and that a plan written with
+// its records reads back to the same records.
+#include <doctest/doctest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "fusion/graph/zoo.h"
+#include "fusion/planner/planner.h"
+#include "fusion/schedule/group_schedule.h"
+
+using namespace opfuse::fusion;
+using namespace opfuse::graph;
+
+namespace {
+
+const HardwareProfile& avx512_profile() {
+  static const HardwareProfile p = builtin_profile("epyc-avx512-2c");
+  return p;
+}
+
+// An AVX2 target (8 lanes, 16 ymm) and an AVX-512 one (16 lanes, 32 zmm), 2 cores.
+TargetFacts avx2() {
+  TargetFacts t;
+  t.lanes = 8;
+  t.vector_registers = 16;
+  t.cores = 2;
+  return t;
+}
+TargetFacts avx512() {
+  TargetFacts t;
+  t.lanes = 16;
+  t.vector_registers = 32;
+  t.cores = 2;
+  return t;
+}
+
+struct Planned {
+  Graph g;
+  FusionPlan plan;
+};
+
+Planned planned(const std::string& model, const std::vector<UserGroup>* user = nullptr) {
+  Planned p{zoo_model(model, ZooSize::cpu), {}};
+  const RooflineCostModel cost(avx512_profile());
+  p.plan = user ? plan_from_user_groups(p.g, cost, *user) : plan_fusion(p.g, cost);
+  return p;
+}
+
+const NodeSchedule& record_of(const PipelineSchedule& s, const std::string& node) {
+  for (const auto& g : s.groups) {
+    if (const NodeSchedule* n = g.find(node)) return *n;
+  }
+  FAIL("no record for " << node);
+  throw std::logic_error("unreachable");
+}
+
+std::vector<std::string> placed(const GroupSchedule& g, Placement p) {
+  std::vector<std::string> out;
+  for (const auto& n : g.nodes) {
+    if (n.placement == p) out.push_back(n.node);
+  }
+  return out;
+}
+
+// A plan's groups as a user would hand them back, with one group's requests changed.
+std::vector<UserGroup> user_groups(const FusionPlan& p) {
+  std::vector<UserGroup> out;
+  for (const auto& g : p.groups) {
+    UserGroup u;
+    u.nodes = g.nodes;
+    u.tile_fraction = g.request.tile_fraction;
+    out.push_back(std::move(u));
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("records: a CBR group inlines BN and ReLU, blocks the conv at the pool's tile") {
+  const Planned p = planned("cbr_pool");
+  const PipelineSchedule s = schedule_plan(p.g, p.plan, avx512());
+  REQUIRE(s.groups.size() == 1);
+  const GroupSchedule& g = s.groups[0];
+  CHECK(g.anchor == "conv2d_0");
+  CHECK(placed(g, Placement::inlined) == std::vector<std::string>{"batch_norm_0", "relu_0"});
+  CHECK(placed(g, Placement::at_tile) == std::vector<std::string>{"conv2d_0"});
+  CHECK(placed(g, Placement::root) == std::vector<std::string>{"max_pool_0"});
+  const NodeSchedule& pool = *g.find("max_pool_0");
+  CHECK(pool.output == 0);  // the graph's output: the pipeline's output computes it
+  CHECK(pool.tiling.kind == Tiling::Kind::rows);
+  CHECK(pool.tiling.tiles >= 2 * 2);  // at least two tiles per core
+  const NodeSchedule& conv = *g.find("conv2d_0");
+  CHECK(conv.root == "max_pool_0");
+  REQUIRE(conv.block.has_value());
+  CHECK(conv.block->pack_weights);  // NHWC: Cout-innermost weights
+  CHECK_FALSE(conv.block->whole_dims);
+  CHECK(!g.prefetch.emitted);
+  CHECK(g.prefetch.distance == p.plan.groups[0].request.prefetch_distance);
+  CHECK(!g.prefetch.why.empty());
+}
+
+TEST_CASE("records: an inlined expression holds one transcendental, cut per tile") {
+  // ew_chain_N: (mul, add, tanh, leaky_relu) x N/4. The value feeding each tanh after the
+  // first is computed per tile; a chain with one tanh stays inlined whole.
+  auto at_tile = [](const std::string& model) {
+    const Planned p = planned(model);
+    return placed(schedule_plan(p.g, p.plan, avx512()).groups[0], Placement::at_tile);
+  };
+  CHECK(at_tile("ew_chain_8") == std::vector<std::string>{"add_1"});
+  CHECK(at_tile("ew_chain_16") == std::vector<std::string>{"add_1", "add_2", "add_3"});
+  CHECK(at_tile("ew_chain_4").empty());
+  // Layer norm (inlined into its elementwise consumer) then GELU: one transcendental.
+  const Planned ln = planned("layernorm");
+  const PipelineSchedule s = schedule_plan(ln.g, ln.plan, avx512());
+  CHECK(placed(s.groups[0], Placement::at_tile).empty());
+  CHECK(record_of(s, "layer_norm_0").placement == Placement::inlined);
+  CHECK(record_of(s, "layer_norm_0").vectorize_row_reduction);
+}
+
+TEST_CASE("records: attention's K transpose is materialised for the score matmul") {
+  const Planned p = planned("attention");
+  const PipelineSchedule s = schedule_plan(p.g, p.plan, avx512());
+  const NodeSchedule& t = record_of(s, "transpose_0");
+  CHECK(t.placement == Placement::materialized);
+  CHECK(t.reason.find("transpose") != std::string::npos);
+  CHECK(record_of(s, "mul_0").placement == Placement::inlined);
+  CHECK(record_of(s, "matmul_1").placement == Placement::root);
+}
+
+TEST_CASE("records: register blocks take at most half the registers of each ISA") {
+  for (const auto& name : zoo_names()) {
+    CAPTURE(name);
+    const Planned p = planned(name);
+    for (const TargetFacts& t : {avx2(), avx512()}) {
+      CAPTURE(t.vector_registers);
+      const PipelineSchedule s = schedule_plan(p.g, p.plan, t);
+      for (const auto& g : s.groups) {
+        for (const auto& n : g.nodes) {
+          if (!n.block) continue;
+          CAPTURE(n.node);
+          CHECK(n.block->accumulators(t.lanes) <= t.vector_registers / 2);
+          CHECK(n.block->lanes <= g.vector_lanes);
+        }
+      }
+    }
+  }
+  // mlp's linears: 2 vectors of 2 zmm x 4 rows on AVX-512 (32 lanes), 2 ymm x 4 rows on AVX2
+  // (the natural 8 lanes: 2-register vectors would leave 2 rows).
+  const Planned mlp = planned("mlp");
+  const PipelineSchedule s512 = schedule_plan(mlp.g, mlp.plan, avx512()),
+                         s2 = schedule_plan(mlp.g, mlp.plan, avx2());
+  const NodeSchedule& l512 = record_of(s512, "linear_0");
+  const NodeSchedule& l2 = record_of(s2, "linear_0");
+  REQUIRE(l512.block.has_value());
+  REQUIRE(l2.block.has_value());
+  CHECK(l512.block->lanes == 32);
+  CHECK(l512.block->accumulators(16) == 16);
+  CHECK(l2.block->lanes == 8);
+  CHECK(l2.block->accumulators(8) == 8);
+  CHECK(l2.block->rows == 4);
+}
+
+TEST_CASE("records: tiles respect their rule and cover the root, on 1, 2 and 8 cores") {
+  for (const auto& name : zoo_names()) {
+    CAPTURE(name);
+    const Planned p = planned(name);
+    for (int cores : {1, 2, 8}) {
+      TargetFacts t = avx512();
+      t.cores = cores;
+      const PipelineSchedule s = schedule_plan(p.g, p.plan, t);
+      for (const auto& g : s.groups) {
+        for (const auto& n : g.nodes) {
+          if (n.placement != Placement::root && n.placement != Placement::materialized) continue;
+          CAPTURE(n.node);
+          const Tiling& tl = n.tiling;
+          CHECK(tl.tiles >= 1);
+          CHECK(tl.vector_lanes <= std::max<int64_t>(1, n.extents[0]));
+          if (tl.kind != Tiling::Kind::rows) continue;
+          const int j = tl.split_dim;
+          REQUIRE(j >= 1);
+          REQUIRE(j < int(n.extents.size()));
+          CHECK(tl.factor <= n.extents[size_t(j)]);
+          CHECK((j >= n.rule.min_dim || j == int(n.extents.size()) - 1));
+          CHECK(n.rule.whole.count(j) == 0);
+          if (j == n.rule.min_dim && n.rule.multiple > 1) {
+            CHECK((tl.factor % n.rule.multiple == 0 || tl.factor == n.extents[size_t(j)]));
+          }
+          // Every core gets a tile where the rows allow it (the target is two per core; the
+          // split dim's granularity can leave fewer: 28 rows in pieces of 2 for 16).
+          int64_t outer = 1;
+          for (size_t d = 1; d < n.extents.size(); ++d) {
+            if (!n.rule.whole.count(int(d))) outer *= n.extents[d];
+          }
+          if (outer >= 2 * cores * n.rule.row_multiple * n.rule.multiple && n.rule.whole.empty()) {
+            CAPTURE(cores);
+            CAPTURE(outer);
+            CHECK(tl.tiles >= cores);
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("records: on a GPU each root is one kernel, row statistics their own kernels") {
+  const Graph g = zoo_model("layernorm", ZooSize::gpu);
+  const RooflineCostModel cost(builtin_profile("h200"));
+  const FusionPlan plan = plan_fusion(g, cost);
+  const PipelineSchedule s = schedule_plan(g, plan, facts_of(builtin_profile("h200")));
+  CHECK(s.target.gpu);
+  int kernels = 0, rows = 0;
+  for (const auto& grp : s.groups) {
+    for (const auto& n : grp.nodes) {
+      CHECK_FALSE(n.block.has_value());  // no register blocks on a GPU
+      rows += n.row_kernels;
+      if (n.placement != Placement::root && n.placement != Placement::materialized) continue;
+      CHECK(n.tiling.kind == Tiling::Kind::gpu);
+      CHECK(n.tiling.gpu_threads == 256);
+      ++kernels;
+    }
+  }
+  CHECK(kernels >= 1);
+  CHECK(rows == 1);  // the layer norm's statistics
+  // A plan may ask for other block sizes; the written plan carries them back.
+  std::vector<UserGroup> u = user_groups(plan);
+  for (auto& grp : u) grp.gpu_threads = 128;
+  const FusionPlan asked = plan_from_user_groups(g, cost, u);
+  const PipelineSchedule s128 = schedule_plan(g, asked, facts_of(builtin_profile("h200")));
+  for (const auto& grp : s128.groups) {
+    for (const auto& n : grp.nodes) {
+      if (n.tiling.kind == Tiling::Kind::gpu) CHECK(n.tiling.gpu_threads == 128);
+    }
+  }
+  const auto back = user_groups_from_plan_json(plan_to_json(asked, s128), "gpu.plan.json");
+  CHECK(back[0].gpu_threads == 128);
+  TargetFacts small = facts_of(builtin_profile("h200"));
+  small.gpu_max_threads = 64;
+  CHECK_THROWS_WITH_AS(schedule_plan(g, asked, small),
+                       doctest::Contains("128 GPU threads per block, but the device allows 64"),
+                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(
+      user_groups_from_plan_json(R"({"groups": [{"nodes": ["x"], "schedule": {"gpu_threads": 100}}]})",
+                                 "bad.json"),
+      doctest::Contains("gpu_threads must be 0 (the stage's) or a multiple of 32"),
+      std::invalid_argument);
+}
+
+TEST_CASE("records: a plan's requests set blocks and placements, or are refused by name") {
+  const Planned base = planned("cbr_pool");
+  std::vector<UserGroup> u = user_groups(base.plan);
+  SUBCASE("a smaller block; the tiles follow it") {
+    u[0].blocks["conv2d_0"] = {2, 1};
+    const Planned p = planned("cbr_pool", &u);
+    const PipelineSchedule s = schedule_plan(p.g, p.plan, avx512());
+    const NodeSchedule& conv = record_of(s, "conv2d_0");
+    REQUIRE(conv.block.has_value());
+    CHECK(conv.block->rows == 2);
+    CHECK(conv.block->vectors == 1);
+    CHECK(record_of(s, "max_pool_0").rule.multiple % 2 == 0);
+  }
+  SUBCASE("a member computed per tile instead of inlined") {
+    u[0].placements["relu_0"] = "compute_at";
+    const Planned p = planned("cbr_pool", &u);
+    const PipelineSchedule s = schedule_plan(p.g, p.plan, avx512());
+    CHECK(record_of(s, "relu_0").placement == Placement::at_tile);
+    CHECK(record_of(s, "relu_0").reason == "requested by the plan");
+  }
+  SUBCASE("refused: an anchor inlined") {
+    u[0].placements["conv2d_0"] = "inline";
+    const Planned p = planned("cbr_pool", &u);
+    CHECK_THROWS_WITH_AS(schedule_plan(p.g, p.plan, avx512()),
+                         doctest::Contains("conv2d_0' (conv2d): an anchor cannot be inlined"),
+                         std::invalid_argument);
+  }
+  SUBCASE("refused: a stored node placed elsewhere") {
+    u[0].placements["max_pool_0"] = "inline";
+    const Planned p = planned("cbr_pool", &u);
+    CHECK_THROWS_WITH_AS(schedule_plan(p.g, p.plan, avx512()),
+                         doctest::Contains("read outside the group, so it is stored"),
+                         std::invalid_argument);
+  }
+  SUBCASE("refused: a placement that does not exist, or of a node outside the group") {
+    u[0].placements["relu_0"] = "somewhere";
+    const Planned p = planned("cbr_pool", &u);
+    CHECK_THROWS_WITH_AS(schedule_plan(p.g, p.plan, avx512()),
+                         doctest::Contains("'somewhere' is none of inline, compute_at"),
+                         std::invalid_argument);
+    std::vector<UserGroup> v = user_groups(base.plan);
+    v[0].placements["nowhere_7"] = "inline";
+    const Planned q = planned("cbr_pool", &v);
+    CHECK_THROWS_WITH_AS(schedule_plan(q.g, q.plan, avx512()),
+                         doctest::Contains("'nowhere_7', which is not in the group"),
+                         std::invalid_argument);
+  }
+  SUBCASE("refused: a block larger than the register file, or than the tensor") {
+    u[0].blocks["conv2d_0"] = {32, 2};  // 64 accumulators
+    const Planned p = planned("cbr_pool", &u);
+    CHECK_THROWS_WITH_AS(schedule_plan(p.g, p.plan, avx512()),
+                         doctest::Contains("accumulator registers, but the target has 32"),
+                         std::invalid_argument);
+    std::vector<UserGroup> v = user_groups(base.plan);
+    v[0].blocks["conv2d_0"] = {64, 1};
+    const Planned q = planned("cbr_pool", &v);
+    CHECK_THROWS_AS(schedule_plan(q.g, q.plan, avx512()), std::invalid_argument);
+    std::vector<UserGroup> w = user_groups(base.plan);
+    w[0].blocks["relu_0"] = {2, 1};
+    const Planned r = planned("cbr_pool", &w);
+    CHECK_THROWS_WITH_AS(schedule_plan(r.g, r.plan, avx512()),
+                         doctest::Contains("only anchors have register blocks"),
+                         std::invalid_argument);
+  }
+}
+
+TEST_CASE("records: a plan JSON written with its records reads back to the same records") {
+  for (const auto& name : zoo_names()) {
+    CAPTURE(name);
+    for (const TargetFacts& t : {avx2(), avx512()}) {
+      const Planned p = planned(name);
+      const PipelineSchedule s = schedule_plan(p.g, p.plan, t);
+      const std::string text = plan_to_json(p.plan, s);
+      const std::vector<UserGroup> back = user_groups_from_plan_json(text, name + ".plan.json");
+      const Planned q = planned(name, &back);
+      const std::string again = plan_to_json(q.plan, schedule_plan(q.g, q.plan, t));
+      const auto a = nlohmann::json::parse(text), b = nlohmann::json::parse(again);
+      REQUIRE(a["groups"].size() == b["groups"].size());
+      for (size_t i = 0; i < a["groups"].size(); ++i) {
+        CHECK(a["groups"][i]["record"] == b["groups"][i]["record"]);
+        CHECK(a["groups"][i]["schedule"] == b["groups"][i]["schedule"]);
+      }
+    }
+  }
+}
