@@ -124,16 +124,16 @@ class GraphGenerator : public Generator<GraphGenerator> {
     }
     plan.log.insert(plan.log.begin(), rewrites_.begin(), rewrites_.end());
     const int cores = gpu ? 1 : int(std::max(1u, std::thread::hardware_concurrency()));
-    fusion::PipelineSchedule records;
+    schedules::PipelineSchedule records;
     try {
-      records = fusion::schedule_plan(graph_, plan, schedules::target_facts(get_target(), hw, cores));
+      records = schedules::schedule_plan(graph_, plan, schedules::target_facts(get_target(), hw, cores));
     } catch (const std::exception& e) {
       _halide_user_error << "opfuse graph generator: " << e.what() << "\n";
     }
     const std::string out = plan_out;
     if (!out.empty()) {
       std::ofstream f(out);
-      f << fusion::plan_to_json(plan, records);  // the records are what is emitted
+      f << schedules::plan_to_json(plan, records);  // the records are what is emitted
     }
     schedules::apply_schedule(pipe, records);
   }

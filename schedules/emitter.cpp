@@ -16,30 +16,30 @@ using namespace Halide;
 
 namespace {
 
-using fusion::NodeSchedule;
-using fusion::Placement;
-using fusion::Tiling;
+using schedules::NodeSchedule;
+using schedules::Placement;
+using schedules::Tiling;
 
-// Applies the records of fusion::schedule_plan to the lowered Funcs, group by group, with no
+// Applies the records of schedules::schedule_plan to the lowered Funcs, group by group, with no
 // state between groups and no choice of its own: every split, placement, block and width
 // comes from a record.
 class Applier {
  public:
-  Applier(const Pipeline& p, const fusion::PipelineSchedule& s)
+  Applier(const Pipeline& p, const schedules::PipelineSchedule& s)
       : p_(p), s_(s), gpu_(s.target.gpu) {
     for (const auto& ln : p.lowered->nodes) lowered_[ln.node] = &ln;
     for (const auto& n : p.graph->nodes()) node_[n.name] = &n;
   }
 
   void run() {
-    for (const fusion::GroupSchedule& g : s_.groups) apply_group(g);
-    for (const fusion::OutputCopy& c : s_.output_copies) {
+    for (const schedules::GroupSchedule& g : s_.groups) apply_group(g);
+    for (const schedules::OutputCopy& c : s_.output_copies) {
       apply_tiling(p_.outputs[size_t(c.output)], c.tiling, false);
     }
   }
 
  private:
-  void apply_group(const fusion::GroupSchedule& g) {
+  void apply_group(const schedules::GroupSchedule& g) {
     std::map<std::string, LoopLevel> level;  // root node -> where its tile's members go
     std::map<std::string, Func> root_func;
     for (const NodeSchedule& n : g.nodes) {
@@ -171,7 +171,7 @@ class Applier {
   //                                           (smaller where the tensor is smaller)
   //       acc[block] += a(r) * b(r)   <- 8 vector FMAs, one broadcast, two vector loads
   //     N[block] = acc[block]
-  void block_anchor(const graph::Node& n, Func node_func, Func acc, const fusion::RegisterBlock& b) {
+  void block_anchor(const graph::Node& n, Func node_func, Func acc, const schedules::RegisterBlock& b) {
     std::vector<Var> a = node_func.args();
     std::vector<RVar> r = acc.rvars(0);
     const size_t vd = 0, ud = size_t(b.row_dim);
@@ -206,7 +206,7 @@ class Applier {
   // Schedules the helpers of a node computed within `at` (the group's tile, or on a GPU the
   // thread of its root).
   void apply_helpers(const ops::LoweredNode& ln, const NodeSchedule& ns, const LoopLevel& at,
-                     const fusion::GroupSchedule& g) {
+                     const schedules::GroupSchedule& g) {
     const graph::Node& n = *node_.at(ln.node);
     for (size_t i = 0; i + 1 < ln.funcs.size(); ++i) {
       Func f = ln.funcs[i];
@@ -250,7 +250,7 @@ class Applier {
   }
 
   const Pipeline& p_;
-  const fusion::PipelineSchedule& s_;
+  const schedules::PipelineSchedule& s_;
   const bool gpu_;
   std::map<std::string, const ops::LoweredNode*> lowered_;
   std::map<std::string, const graph::Node*> node_;
@@ -258,8 +258,8 @@ class Applier {
 
 }  // namespace
 
-fusion::TargetFacts target_facts(const Target& t, const fusion::HardwareProfile& hw, int cores) {
-  fusion::TargetFacts f;
+schedules::TargetFacts target_facts(const Target& t, const fusion::HardwareProfile& hw, int cores) {
+  schedules::TargetFacts f;
   f.gpu = t.has_gpu_feature();
   f.lanes = std::max(1, t.natural_vector_size(Float(32)));
   f.vector_registers = isa_of(t).vector_registers;
@@ -268,7 +268,7 @@ fusion::TargetFacts target_facts(const Target& t, const fusion::HardwareProfile&
   return f;
 }
 
-void apply_schedule(const Pipeline& p, const fusion::PipelineSchedule& s) {
+void apply_schedule(const Pipeline& p, const schedules::PipelineSchedule& s) {
   Applier(p, s).run();
 }
 

@@ -1,4 +1,4 @@
-// The schedule emitter: the schedule stage's records (fusion/schedule/group_schedule.h)
+// The schedule emitter: the schedule stage's records (schedules/group_schedule.h)
 // applied to the lowered Funcs, mechanically. For each fused group, on the CPU:
 //
 //   for tile in parallel over the root's outer dims        <- root: a stored node (or the
@@ -26,7 +26,7 @@
 #include "fusion/hardware/profile.h"
 #include "fusion/ops/lower.h"
 #include "fusion/planner/plan.h"
-#include "fusion/schedule/group_schedule.h"
+#include "schedules/group_schedule.h"
 
 namespace opfuse::schedules {
 
@@ -38,11 +38,11 @@ struct Pipeline {
 
 // What the schedule stage knows of `target`: its vector width and registers, `cores` CPU
 // threads for the parallel tiles, a GPU's threads per block from `hw`.
-fusion::TargetFacts target_facts(const Halide::Target& target, const fusion::HardwareProfile& hw,
+schedules::TargetFacts target_facts(const Halide::Target& target, const fusion::HardwareProfile& hw,
                                  int cores);
 
-// Applies the records (fusion::schedule_plan of the pipeline's graph) to the lowered Funcs.
-void apply_schedule(const Pipeline& p, const fusion::PipelineSchedule& s);
+// Applies the records (schedules::schedule_plan of the pipeline's graph) to the lowered Funcs.
+void apply_schedule(const Pipeline& p, const schedules::PipelineSchedule& s);
 
 // The vector ISA of a CPU target (width, vector registers): what the register blocks are
 // sized from, and what the host profile is measured for.

@@ -72,7 +72,7 @@ struct CompiledPlan::Impl {
   std::vector<Buffer<float>> outs;
   Halide::Pipeline pipeline;
   Target target;
-  fusion::PipelineSchedule schedule;
+  schedules::PipelineSchedule schedule;
   size_t peak = 0;
 };
 
@@ -111,7 +111,7 @@ void CompiledPlan::compile(const graph::Graph& g, const fusion::FusionPlan& plan
   impl_->target = get_jit_target_from_environment();
   bound_outputs(pipe);
   // No GPU limits: the JIT runs on the host's CPU.
-  impl_->schedule = fusion::schedule_plan(
+  impl_->schedule = schedules::schedule_plan(
       g, plan,
       target_facts(impl_->target, fusion::HardwareProfile{},
                    int(std::max(1u, std::thread::hardware_concurrency()))));
@@ -124,7 +124,7 @@ void CompiledPlan::compile(const graph::Graph& g, const fusion::FusionPlan& plan
 
 CompiledPlan::~CompiledPlan() { empty_pool(); }
 
-const fusion::PipelineSchedule& CompiledPlan::schedule() const { return impl_->schedule; }
+const schedules::PipelineSchedule& CompiledPlan::schedule() const { return impl_->schedule; }
 
 void CompiledPlan::run() {
   std::vector<Buffer<>> bufs(impl_->outs.begin(), impl_->outs.end());

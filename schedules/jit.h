@@ -8,7 +8,7 @@
 #include "fusion/graph/graph.h"
 #include "fusion/graph/host_tensor.h"
 #include "fusion/planner/plan.h"
-#include "fusion/schedule/group_schedule.h"
+#include "schedules/group_schedule.h"
 
 namespace opfuse::schedules {
 
@@ -33,7 +33,7 @@ class CompiledPlan {
   // during the last run; stack allocations of small tiles are not counted.
   size_t peak_heap_bytes() const;
   // The records the pipeline was scheduled with.
-  const fusion::PipelineSchedule& schedule() const;
+  const schedules::PipelineSchedule& schedule() const;
 
  private:
   void compile(const graph::Graph& g, const fusion::FusionPlan& plan,

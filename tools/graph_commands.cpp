@@ -15,7 +15,7 @@
 #include "fusion/hardware/host.h"
 #include "fusion/planner/planner.h"
 #include "fusion/reference/executor.h"
-#include "fusion/schedule/group_schedule.h"
+#include "schedules/group_schedule.h"
 #include "tools/explore/explore.h"
 
 namespace opfuse::tools {
@@ -105,21 +105,21 @@ int plan_command(const PlanCommand& c) {
   plan.log.insert(plan.log.begin(), rewrites.begin(), rewrites.end());
   for (const auto& r : rewrites) std::printf("%s\n", r.c_str());
   // The records the generator would emit for this profile's target.
-  const fusion::PipelineSchedule records = fusion::schedule_plan(g, plan, fusion::facts_of(profile));
+  const schedules::PipelineSchedule records = schedules::schedule_plan(g, plan, schedules::facts_of(profile));
   std::fputs(fusion::plan_to_table(plan).c_str(), stdout);
   std::printf("schedule records (%s, %d cores):\n",
               records.target.gpu ? "GPU" : (std::to_string(records.target.lanes) + " f32 lanes, " +
                                             std::to_string(records.target.vector_registers) +
                                             " vector registers").c_str(),
               records.target.cores);
-  std::fputs(fusion::schedule_to_table(records).c_str(), stdout);
+  std::fputs(schedules::schedule_to_table(records).c_str(), stdout);
   if (c.show_log) {
     std::printf("decision log:\n");
     for (const auto& l : plan.log) std::printf("  %s\n", l.c_str());
   }
-  if (!c.json_out.empty()) write_file(c.json_out, fusion::plan_to_json(plan, records));
+  if (!c.json_out.empty()) write_file(c.json_out, schedules::plan_to_json(plan, records));
   if (!c.dot_out.empty()) {
-    write_file(c.dot_out, fusion::plan_to_dot(plan, g, fusion::schedule_notes(records)));
+    write_file(c.dot_out, fusion::plan_to_dot(plan, g, schedules::schedule_notes(records)));
   }
   return 0;
 }

@@ -16,7 +16,7 @@
 #include "fusion/hardware/calibrate.h"
 #include "fusion/hardware/host.h"
 #include "fusion/planner/planner.h"
-#include "fusion/schedule/group_schedule.h"
+#include "schedules/group_schedule.h"
 #include "fusion/reference/compare.h"
 #include "fusion/reference/executor.h"
 #include "runtime/pool_allocator.h"
@@ -230,12 +230,12 @@ int run_report(const ReportOptions& o) {
     const fusion::RooflineCostModel cost(profile);
     const fusion::FusionPlan plan = fusion::plan_fusion(c.graph, cost);
     // The records the generator emitted for this profile's target.
-    const fusion::PipelineSchedule records =
-        fusion::schedule_plan(c.graph, plan, fusion::facts_of(profile));
+    const schedules::PipelineSchedule records =
+        schedules::schedule_plan(c.graph, plan, schedules::facts_of(profile));
     std::ofstream(fs::path(o.out_dir) / "plans" / (model + ".plan.json"))
-        << fusion::plan_to_json(plan, records);
+        << schedules::plan_to_json(plan, records);
     const fs::path dot = fs::path(o.out_dir) / "plans" / (model + ".dot");
-    std::ofstream(dot) << fusion::plan_to_dot(plan, c.graph, fusion::schedule_notes(records));
+    std::ofstream(dot) << fusion::plan_to_dot(plan, c.graph, schedules::schedule_notes(records));
     // The drawing, where Graphviz is installed (tools/setup.sh installs it); without it the
     // .dot file stays for the user to render.
     const std::string svg = fs::path(dot).replace_extension(".svg").string();
@@ -244,7 +244,7 @@ int run_report(const ReportOptions& o) {
     if (std::system(render.c_str()) != 0) std::remove(svg.c_str());
     std::ofstream(fs::path(o.out_dir) / "plans" / (model + ".txt"))
         << fusion::plan_to_table(plan) << "schedule records:\n"
-        << fusion::schedule_to_table(records);
+        << schedules::schedule_to_table(records);
     const graph::TensorMap want = reference::run(c.graph, c.inputs, c.params);
 
     // Every strategy built for this model, then the vendor baseline where one applies.

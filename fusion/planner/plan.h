@@ -18,7 +18,7 @@ namespace opfuse::fusion {
 enum class GroupKind { single, vertical, horizontal, mixed };
 const char* to_string(GroupKind k);
 
-// What the plan asks of the schedule stage (fusion/schedule/group_schedule.h): the cost
+// What the plan asks of the schedule stage (schedules/group_schedule.h): the cost
 // model's tiling and prefetch figures, and a user's or explore's requests. Unset requests
 // (0, empty) leave the choice to the stage.
 struct BlockRequest {

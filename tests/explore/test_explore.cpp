@@ -10,7 +10,7 @@
 
 #include "fusion/graph/zoo.h"
 #include "fusion/hardware/profile.h"
-#include "fusion/schedule/group_schedule.h"
+#include "schedules/group_schedule.h"
 #include "fusion/planner/planner.h"
 #include "tools/explore/explore.h"
 #include "tools/explore/measure.h"
@@ -106,26 +106,26 @@ TEST_CASE("neighbours are legal, distinct, and cover splits, merges, tiles, widt
   CHECK(list[1].origin == "unfused");
   std::set<std::string> seen;
   bool split = false, merge = false, tiles = false, vec = false, block = false, place = false;
-  const fusion::TargetFacts facts = fusion::facts_of(model.profile());
+  const schedules::TargetFacts facts = schedules::facts_of(model.profile());
   for (const auto& c : list) {
     CHECK(seen.insert(c.id).second);
     CHECK(c.id == candidate_id(c.groups));
     CHECK_NOTHROW(fusion::plan_from_user_groups(g, model, c.groups));
     // Its records exist, and carry what the move asked for.
-    const fusion::PipelineSchedule s =
-        fusion::schedule_plan(g, fusion::plan_from_user_groups(g, model, c.groups), facts);
+    const schedules::PipelineSchedule s =
+        schedules::schedule_plan(g, fusion::plan_from_user_groups(g, model, c.groups), facts);
     for (size_t i = 0; i < c.groups.size(); ++i) {
       for (const auto& [node, b] : c.groups[i].blocks) {
-        const fusion::NodeSchedule* n = s.groups[i].find(node);
+        const schedules::NodeSchedule* n = s.groups[i].find(node);
         REQUIRE(n != nullptr);
         REQUIRE(n->block.has_value());
         CHECK(n->block->rows == b.rows);
         CHECK(n->block->vectors == b.vectors);
       }
       for (const auto& [node, p] : c.groups[i].placements) {
-        const fusion::NodeSchedule* n = s.groups[i].find(node);
+        const schedules::NodeSchedule* n = s.groups[i].find(node);
         REQUIRE(n != nullptr);
-        if (p == "inline") CHECK(n->placement == fusion::Placement::inlined);
+        if (p == "inline") CHECK(n->placement == schedules::Placement::inlined);
       }
     }
     block = block || c.origin.find("block") != std::string::npos;

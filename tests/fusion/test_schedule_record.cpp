@@ -9,9 +9,10 @@
 
 #include "fusion/graph/zoo.h"
 #include "fusion/planner/planner.h"
-#include "fusion/schedule/group_schedule.h"
+#include "schedules/group_schedule.h"
 
 using namespace opfuse::fusion;
+using namespace opfuse::schedules;
 using namespace opfuse::graph;
 
 namespace {

@@ -8,7 +8,7 @@
 
 #include "fusion/graph/zoo.h"
 #include "fusion/planner/planner.h"
-#include "fusion/schedule/group_schedule.h"
+#include "schedules/group_schedule.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace opfuse;
@@ -18,12 +18,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const auto groups = fusion::user_groups_from_plan_json(
         std::string(reinterpret_cast<const char*>(data), size), "fuzz");
     const fusion::FusionPlan plan = fusion::plan_from_user_groups(g, model, groups);
-    fusion::TargetFacts avx512 = fusion::facts_of(model.profile()), avx2 = avx512;
+    schedules::TargetFacts avx512 = schedules::facts_of(model.profile()), avx2 = avx512;
     avx2.lanes = 8;
     avx2.vector_registers = 16;
     for (const auto& t : {avx512, avx2}) {
-      const fusion::PipelineSchedule s = fusion::schedule_plan(g, plan, t);
-      fusion::plan_to_json(plan, s);
+      const schedules::PipelineSchedule s = schedules::schedule_plan(g, plan, t);
+      schedules::plan_to_json(plan, s);
     }
   } catch (const std::invalid_argument&) {
   }

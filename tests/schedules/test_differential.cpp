@@ -152,11 +152,11 @@ TEST_CASE("regression: an anchor feeding a materialized transpose in its group i
   std::vector<fusion::UserGroup> one(1);
   for (size_t i : g.topo_order()) one[0].nodes.push_back(g.nodes()[i].name);
   const fusion::FusionPlan plan = check_user_groups(g, one, 3);
-  const fusion::PipelineSchedule records =
-      fusion::schedule_plan(g, plan, fusion::facts_of(fusion::builtin_profile("epyc-avx512-2c")));
-  const fusion::NodeSchedule* k = records.groups[0].find("linear_1");
+  const schedules::PipelineSchedule records =
+      schedules::schedule_plan(g, plan, schedules::facts_of(fusion::builtin_profile("epyc-avx512-2c")));
+  const schedules::NodeSchedule* k = records.groups[0].find("linear_1");
   REQUIRE(k != nullptr);
-  CHECK(k->placement == fusion::Placement::materialized);
+  CHECK(k->placement == schedules::Placement::materialized);
 }
 
 TEST_CASE("every vector width the explorer tries computes the same") {

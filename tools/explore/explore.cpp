@@ -17,7 +17,7 @@
 
 #include "fusion/graph/indexed_graph.h"
 #include "fusion/hardware/profile.h"
-#include "fusion/schedule/group_schedule.h"
+#include "schedules/group_schedule.h"
 
 namespace opfuse::explore {
 
@@ -147,7 +147,7 @@ std::vector<Candidate> neighbours(const graph::Graph& g, const fusion::CostModel
     return v;
   };
   const auto& B = base.groups;
-  const fusion::TargetFacts facts = fusion::facts_of(model.profile());
+  const schedules::TargetFacts facts = schedules::facts_of(model.profile());
   std::vector<Candidate> out;
   std::set<std::string> seen{base.id};
   // A neighbour's origin names the moves from the planner's plan, e.g. "split g1 > tiles x2".
@@ -166,7 +166,7 @@ std::vector<Candidate> neighbours(const graph::Graph& g, const fusion::CostModel
       c = normalized(g, model, std::move(c));
       // Requests the schedule stage refuses (a block larger than the registers) are not
       // candidates either.
-      fusion::schedule_plan(g, plan_of(g, model, c.groups), facts);
+      schedules::schedule_plan(g, plan_of(g, model, c.groups), facts);
     } catch (const std::invalid_argument&) {
       return;  // not a legal partition or schedule: not a candidate
     }
@@ -243,12 +243,12 @@ std::vector<Candidate> neighbours(const graph::Graph& g, const fusion::CostModel
   // of vectors; each member inlined where it is computed per tile, or computed per tile
   // where it is inlined. The schedule stage refuses what does not fit.
   if (!facts.gpu) {
-    const fusion::PipelineSchedule records =
-        fusion::schedule_plan(g, plan_of(g, model, B), facts);
+    const schedules::PipelineSchedule records =
+        schedules::schedule_plan(g, plan_of(g, model, B), facts);
     for (size_t i = 0; i < B.size() && i < records.groups.size(); ++i) {
-      for (const fusion::NodeSchedule& n : records.groups[i].nodes) {
+      for (const schedules::NodeSchedule& n : records.groups[i].nodes) {
         if (n.block) {
-          const fusion::RegisterBlock& b = *n.block;
+          const schedules::RegisterBlock& b = *n.block;
           const std::pair<int, int> shapes[] = {
               {std::max(1, b.rows / 2), b.vectors}, {b.rows * 2, b.vectors},
               {b.rows, b.vectors == 1 ? 2 : 1}};
@@ -261,9 +261,9 @@ std::vector<Candidate> neighbours(const graph::Graph& g, const fusion::CostModel
           }
         }
         std::string other;
-        if (n.placement == fusion::Placement::inlined) other = "compute_at";
-        if ((n.placement == fusion::Placement::at_tile ||
-             n.placement == fusion::Placement::per_row) && !n.register_blocked)
+        if (n.placement == schedules::Placement::inlined) other = "compute_at";
+        if ((n.placement == schedules::Placement::at_tile ||
+             n.placement == schedules::Placement::per_row) && !n.register_blocked)
           other = "inline";
         if (other.empty()) continue;
         std::vector<fusion::UserGroup> groups = B;
@@ -756,7 +756,7 @@ void write_outputs(const graph::Graph& g, const Options& o, const Exploration& e
     p.log.insert(p.log.begin(), "explore: " + why + " of " + std::to_string(ok.size()) +
                                     " measured (" + best->candidate.origin + ")");
     std::ofstream(out_dir + "/best_plan.json")
-        << fusion::plan_to_json(p, fusion::schedule_plan(g, p, fusion::facts_of(profile)));
+        << schedules::plan_to_json(p, schedules::schedule_plan(g, p, schedules::facts_of(profile)));
   }
 
   // Calibration: the correction factors and the model's error before and after.

@@ -24,7 +24,11 @@
 #include "fusion/hardware/profile.h"
 #include "fusion/planner/plan.h"
 
-namespace opfuse::fusion {
+namespace opfuse::schedules {
+
+using fusion::FusedGroup;
+using fusion::FusionPlan;
+using fusion::HardwareProfile;
 
 // What the record stage knows of the target: read from the Halide target by the emitter's
 // caller (schedules::target_facts), or stated by a test.
@@ -170,4 +174,4 @@ std::string schedule_to_table(const PipelineSchedule& s);
 // Node -> its placement in a few words ("at_tile of relu_3", "root: 8 tiles"), for the DOT.
 std::map<std::string, std::string> schedule_notes(const PipelineSchedule& s);
 
-}  // namespace opfuse::fusion
+}  // namespace opfuse::schedules

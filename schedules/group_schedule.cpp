@@ -1,4 +1,4 @@
-#include "fusion/schedule/group_schedule.h"
+#include "schedules/group_schedule.h"
 
 #include <algorithm>
 #include <cmath>
@@ -13,7 +13,9 @@
 #include "fusion/graph/indexed_graph.h"
 #include "fusion/graph/op_schema.h"
 
-namespace opfuse::fusion {
+namespace opfuse::schedules {
+
+using namespace fusion;
 
 namespace {
 
@@ -845,7 +847,7 @@ json requests_json(const GroupSchedule& s, const FusedGroup& g, const TargetFact
 }  // namespace
 
 std::string plan_to_json(const FusionPlan& p, const PipelineSchedule& s) {
-  json j = json::parse(plan_to_json(p));
+  json j = json::parse(fusion::plan_to_json(p));
   j["target"] = {{"gpu", s.target.gpu},
                  {"lanes", s.target.lanes},
                  {"vector_registers", s.target.vector_registers},
@@ -922,4 +924,4 @@ std::map<std::string, std::string> schedule_notes(const PipelineSchedule& s) {
   return out;
 }
 
-}  // namespace opfuse::fusion
+}  // namespace opfuse::schedules
