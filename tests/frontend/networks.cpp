@@ -61,10 +61,30 @@ class NetWriter {
     return act ? activation(y, act) : y;
   }
 
+  // A convolution with a bias and no batch norm (squeeze-excitation's 1x1 convs).
+  std::string conv_bias(const std::string& x, int64_t cin, int64_t cout) {
+    const std::string c = fresh("conv");
+    const float a = float(std::sqrt(3.0 / double(cin)));
+    weight(c + ".weight", {cout, cin, 1, 1}, -a, a);
+    weight(c + ".bias", {cout}, -0.1f, 0.1f);
+    auto* n = om_.node("Conv", c, {x, c + ".weight", c + ".bias"}, c + "_out");
+    OnnxModel::ints(n, "kernel_shape", {1, 1});
+    OnnxModel::ints(n, "strides", {1, 1});
+    OnnxModel::ints(n, "pads", {0, 0, 0, 0});
+    OnnxModel::ints(n, "dilations", {1, 1});
+    OnnxModel::i(n, "group", 1);
+    return c + "_out";
+  }
+
   std::string activation(const std::string& x, const std::string& act) {
     const std::string a = fresh(act);
     if (act == "relu") {
       om_.node("Relu", a, {x}, a + "_out");
+    } else if (act == "sigmoid") {
+      om_.node("Sigmoid", a, {x}, a + "_out");
+    } else if (act == "silu") {  // both exporters: x * sigmoid(x)
+      om_.node("Sigmoid", a, {x}, a + "_sig");
+      om_.node("Mul", a + "_mul", {x, a + "_sig"}, a + "_out");
     } else {  // relu6: hardtanh(0, 6) -> Clip with the bounds as inputs
       om_.scalar(a + "_min", 0.0f);
       om_.scalar(a + "_max", 6.0f);
@@ -73,27 +93,116 @@ class NetWriter {
     return a + "_out";
   }
 
-  std::string add(const std::string& a, const std::string& b) {
-    const std::string n = fresh("add");
-    om_.node("Add", n, {a, b}, n + "_out");
+  std::string add(const std::string& a, const std::string& b) { return binary("Add", a, b); }
+  std::string binary(const char* op, const std::string& a, const std::string& b) {
+    const std::string n = fresh(op);
+    om_.node(op, n, {a, b}, n + "_out");
+    return n + "_out";
+  }
+
+  // adaptive_avg_pool2d(1) keeping dims: GlobalAveragePool (TorchScript), ReduceMean over
+  // the axes given as an input (dynamo).
+  std::string spatial_mean(const std::string& x) {
+    const std::string n = fresh("avgpool");
+    if (style_ == ExportStyle::torchscript) {
+      om_.node("GlobalAveragePool", n, {x}, n + "_out");
+    } else {
+      om_.init_ints(n + "_axes", {-1, -2});
+      auto* r = om_.node("ReduceMean", n, {x, n + "_axes"}, n + "_out");
+      OnnxModel::i(r, "keepdims", 1);
+    }
+    return n + "_out";
+  }
+
+  // A rank-0 int64 initializer (Gather's index of x[:, 0] or qkv.unbind(0)).
+  void int_scalar(const std::string& name, int64_t v) {
+    auto* t = om_.m.mutable_graph()->add_initializer();
+    t->set_name(name);
+    t->set_data_type(onnx::TensorProto::INT64);
+    t->add_int64_data(v);
+  }
+
+  std::string op1(const char* op, const std::string& x) {
+    const std::string n = fresh(op);
+    om_.node(op, n, {x}, n + "_out");
+    return n + "_out";
+  }
+  std::string reshape(const std::string& x, const std::vector<int64_t>& shape) {
+    const std::string n = fresh("reshape");
+    om_.init_ints(n + "_shape", shape);
+    om_.node("Reshape", n, {x, n + "_shape"}, n + "_out");
+    return n + "_out";
+  }
+  std::string transpose(const std::string& x, const std::vector<int64_t>& perm) {
+    const std::string n = fresh("transpose");
+    OnnxModel::ints(om_.node("Transpose", n, {x}, n + "_out"), "perm", perm);
+    return n + "_out";
+  }
+  std::string gather(const std::string& x, int64_t axis, int64_t index) {
+    const std::string n = fresh("gather");
+    int_scalar(n + "_index", index);
+    OnnxModel::i(om_.node("Gather", n, {x, n + "_index"}, n + "_out"), "axis", axis);
+    return n + "_out";
+  }
+  std::string scale(const std::string& x, float k) {
+    const std::string n = fresh("scale");
+    om_.scalar(n + "_k", k);
+    om_.node("Mul", n, {x, n + "_k"}, n + "_out");
+    return n + "_out";
+  }
+
+  // nn.LayerNorm(d) over the last axis: LayerNormalization (opset 17+, both exporters).
+  std::string layer_norm(const std::string& x, int64_t d) {
+    const std::string n = fresh("norm");
+    weight(n + ".weight", {d}, 0.8f, 1.2f);
+    weight(n + ".bias", {d}, -0.1f, 0.1f);
+    auto* ln = om_.node("LayerNormalization", n, {x, n + ".weight", n + ".bias"}, n + "_out");
+    OnnxModel::i(ln, "axis", -1);
+    OnnxModel::f(ln, "epsilon", 1e-6f);
+    return n + "_out";
+  }
+
+  // nn.Linear(din, dout) on [..., din]: MatMul by the transposed weight (an initializer
+  // [din, dout]) + Add of the bias, as both exporters write it for inputs of rank 3.
+  std::string linear(const std::string& x, int64_t din, int64_t dout) {
+    const std::string n = fresh("linear");
+    const float a = float(std::sqrt(3.0 / double(din)));
+    weight(n + ".weight_t", {din, dout}, -a, a);
+    weight(n + ".bias", {dout}, -0.1f, 0.1f);
+    om_.node("MatMul", n, {x, n + ".weight_t"}, n + "_mm");
+    om_.node("Add", n + "_bias", {n + "_mm", n + ".bias"}, n + "_out");
+    return n + "_out";
+  }
+
+  // nn.GELU() (erf form): decomposed by TorchScript (x * 0.5 * (1 + erf(x / sqrt 2))),
+  // the opset-20 Gelu op from dynamo.
+  std::string gelu(const std::string& x) {
+    const std::string n = fresh("gelu");
+    if (style_ == ExportStyle::dynamo) {
+      om_.node("Gelu", n, {x}, n + "_out");
+      return n + "_out";
+    }
+    om_.scalar(n + "_sqrt2", std::sqrt(2.0f));
+    om_.scalar(n + "_one", 1.0f);
+    om_.scalar(n + "_half", 0.5f);
+    om_.node("Div", n + "_div", {x, n + "_sqrt2"}, n + "_d");
+    om_.node("Erf", n + "_erf", {n + "_d"}, n + "_e");
+    om_.node("Add", n + "_add", {n + "_e", n + "_one"}, n + "_a");
+    om_.node("Mul", n + "_mul", {x, n + "_a"}, n + "_m");
+    om_.node("Mul", n + "_mul2", {n + "_m", n + "_half"}, n + "_out");
     return n + "_out";
   }
 
   // adaptive_avg_pool2d((1, 1)) + flatten + Linear(c, classes).
   std::string classifier(const std::string& x, int64_t c, int64_t classes) {
-    std::string flat;
+    const std::string pooled = spatial_mean(x);
+    std::string flat = "flat";
     if (style_ == ExportStyle::torchscript) {
-      om_.node("GlobalAveragePool", "avgpool", {x}, "pooled");
-      auto* f = om_.node("Flatten", "flatten", {"pooled"}, "flat");
+      auto* f = om_.node("Flatten", "flatten", {pooled}, "flat");
       OnnxModel::i(f, "axis", 1);
-      flat = "flat";
     } else {
-      om_.init_ints("mean_axes", {-1, -2});
-      auto* r = om_.node("ReduceMean", "avgpool", {x, "mean_axes"}, "pooled");
-      OnnxModel::i(r, "keepdims", 1);
       om_.init_ints("view_shape", {1, c});
-      om_.node("Reshape", "view", {"pooled", "view_shape"}, "flat");
-      flat = "flat";
+      om_.node("Reshape", "view", {pooled, "view_shape"}, "flat");
     }
     const float a = float(std::sqrt(3.0 / double(c)));
     weight("fc.weight", {classes, c}, -a, a);
@@ -194,10 +303,89 @@ void mobilenet_v2(NetWriter& w, int64_t image) {
   w.model().output(w.classifier(x, 1280, 1000));
 }
 
+// torchvision.models.efficientnet_b0: MBConv blocks (expand, k, stride, out, repeats) with
+// SiLU, squeeze-excitation (a quarter of the block's input channels) and residuals.
+void efficientnet_b0(NetWriter& w, int64_t image) {
+  w.model().input("x", {1, 3, image, image});
+  std::string x = w.conv_bn("x", 3, 32, 3, 2, 1, "silu");
+  int64_t c = 32;
+  const int64_t config[][5] = {{1, 3, 1, 16, 1},  {6, 3, 2, 24, 2},  {6, 5, 2, 40, 2},
+                               {6, 3, 2, 80, 3},  {6, 5, 1, 112, 3}, {6, 5, 2, 192, 4},
+                               {6, 3, 1, 320, 1}};
+  for (const auto& [t, k, s, out, n] : config) {
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t stride = i == 0 ? s : 1, hidden = c * t, squeeze = std::max<int64_t>(1, c / 4);
+      std::string h = x;
+      if (t != 1) h = w.conv_bn(h, c, hidden, 1, 1, 1, "silu");
+      h = w.conv_bn(h, hidden, hidden, k, stride, hidden, "silu");
+      // Squeeze-excitation: mean -> 1x1 conv -> SiLU -> 1x1 conv -> sigmoid -> scale.
+      std::string se = w.spatial_mean(h);
+      se = w.activation(w.conv_bias(se, hidden, squeeze), "silu");
+      se = w.activation(w.conv_bias(se, squeeze, hidden), "sigmoid");
+      h = w.binary("Mul", h, se);
+      h = w.conv_bn(h, hidden, out, 1, 1, 1, nullptr);
+      x = stride == 1 && c == out ? w.add(h, x) : h;
+      c = out;
+    }
+  }
+  x = w.conv_bn(x, c, 1280, 1, 1, 1, "silu");
+  w.model().output(w.classifier(x, 1280, 1000));
+}
+
+// timm vit_tiny_patch16_224: 16x16 patches embedded by a strided conv, a class token, learned
+// position embeddings, 12 pre-norm blocks of 3-head attention (d = 192) and a 4x GELU MLP, the
+// class token's final norm into a 1000-way head.
+void vit_tiny(NetWriter& w, int64_t image) {
+  const int64_t d = 192, heads = 3, hd = d / heads, depth = 12, p = 16;
+  const int64_t tokens = (image / p) * (image / p) + 1;
+  w.model().input("x", {1, 3, image, image});
+  const float a = float(std::sqrt(3.0 / double(3 * p * p)));
+  w.weight("patch_embed.proj.weight", {d, 3, p, p}, -a, a);
+  w.weight("patch_embed.proj.bias", {d}, -0.1f, 0.1f);
+  auto* pe = w.model().node("Conv", "patch_embed",
+                            {"x", "patch_embed.proj.weight", "patch_embed.proj.bias"}, "patches");
+  OnnxModel::ints(pe, "kernel_shape", {p, p});
+  OnnxModel::ints(pe, "strides", {p, p});
+  OnnxModel::ints(pe, "pads", {0, 0, 0, 0});
+  OnnxModel::ints(pe, "dilations", {1, 1});
+  OnnxModel::i(pe, "group", 1);
+  // flatten(2).transpose(1, 2), then cat(cls_token, x) and + pos_embed.
+  std::string x = w.transpose(w.reshape("patches", {1, d, tokens - 1}), {0, 2, 1});
+  w.weight("cls_token", {1, 1, d}, -0.02f, 0.02f);
+  w.weight("pos_embed", {1, tokens, d}, -0.02f, 0.02f);
+  OnnxModel::i(w.model().node("Concat", "cat_cls", {"cls_token", x}, "with_cls"), "axis", 1);
+  x = w.add("with_cls", "pos_embed");
+  for (int64_t b = 0; b < depth; ++b) {
+    // Attention: qkv -> [1, T, 3, heads, hd] -> [3, 1, heads, T, hd] -> unbind(0).
+    std::string h = w.layer_norm(x, d);
+    std::string qkv = w.transpose(w.reshape(w.linear(h, d, 3 * d), {1, tokens, 3, heads, hd}),
+                                  {2, 0, 3, 1, 4});
+    const std::string q = w.gather(qkv, 0, 0), k = w.gather(qkv, 0, 1), v = w.gather(qkv, 0, 2);
+    std::string att = w.binary("MatMul", w.scale(q, 1.0f / std::sqrt(float(hd))),
+                               w.transpose(k, {0, 1, 3, 2}));
+    const std::string sm = w.fresh("softmax");
+    OnnxModel::i(w.model().node("Softmax", sm, {att}, sm + "_out"), "axis", -1);
+    h = w.binary("MatMul", sm + "_out", v);
+    h = w.reshape(w.transpose(h, {0, 2, 1, 3}), {1, tokens, d});
+    x = w.add(x, w.linear(h, d, d));
+    // MLP.
+    h = w.linear(w.gelu(w.linear(w.layer_norm(x, d), d, 4 * d)), 4 * d, d);
+    x = w.add(x, h);
+  }
+  const std::string cls = w.gather(w.layer_norm(x, d), 1, 0);  // x[:, 0]: [1, d]
+  const float ah = float(std::sqrt(3.0 / double(d)));
+  w.weight("head.weight", {1000, d}, -ah, ah);
+  w.weight("head.bias", {1000}, -0.1f, 0.1f);
+  auto* g = w.model().node("Gemm", "head", {cls, "head.weight", "head.bias"}, "logits");
+  OnnxModel::i(g, "transB", 1);
+  w.model().output("logits");
+}
+
 }  // namespace
 
 const std::vector<std::string>& network_names() {
-  static const std::vector<std::string> n = {"resnet18", "mobilenet_v2"};
+  static const std::vector<std::string> n = {"resnet18", "mobilenet_v2", "efficientnet_b0",
+                                             "vit_tiny"};
   return n;
 }
 
@@ -212,8 +400,13 @@ std::string write_network(const std::string& name, ExportStyle style, const std:
     resnet18(w, image);
   } else if (name == "mobilenet_v2") {
     mobilenet_v2(w, image);
+  } else if (name == "efficientnet_b0") {
+    efficientnet_b0(w, image);
+  } else if (name == "vit_tiny") {
+    vit_tiny(w, image);
   } else {
-    throw std::runtime_error("no network '" + name + "' (resnet18, mobilenet_v2)");
+    throw std::runtime_error("no network '" + name +
+                             "' (resnet18, mobilenet_v2, efficientnet_b0, vit_tiny)");
   }
   const std::string path = dir + "/" + name + "_" + style_name(style) + ".onnx";
   w.save(path);

@@ -9,7 +9,10 @@
 //                a Reshape to a constant shape, every weight in MODEL.onnx.data beside the
 //                model (external data)
 //
-// Networks: resnet18 (torchvision, 1x3x224x224), mobilenet_v2 (torchvision, 1x3x224x224).
+// Networks (1x3x224x224): resnet18, mobilenet_v2, efficientnet_b0 (torchvision; SiLU as
+// Sigmoid and Mul, squeeze-excitation), vit_tiny (timm vit_tiny_patch16_224: patch conv,
+// class token, LayerNormalization, qkv reshaped to 5-D and unbound by Gather, erf GELU
+// decomposed by TorchScript and the opset-20 Gelu op from dynamo).
 #pragma once
 
 #include <string>
