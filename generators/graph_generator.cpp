@@ -55,12 +55,12 @@ class GraphGenerator : public Generator<GraphGenerator> {
     for (const auto& name : graph_.tensor_names()) {
       const graph::Tensor& t = graph_.tensor(name);
       if (t.kind == graph::TensorKind::intermediate) continue;
-      const Type type = t.dtype == graph::DType::f16 ? Float(16) : Float(32);
+      const Type type = ops::halide_type(t.dtype);
       inputs_.push_back({name, add_input<Buffer<>>(declare(name), type, int(t.shape.size()))});
     }
     for (const auto& name : graph_.outputs()) {
       const graph::Tensor& t = graph_.tensor(name);
-      const Type type = t.dtype == graph::DType::f16 ? Float(16) : Float(32);
+      const Type type = ops::halide_type(t.dtype);
       outputs_.push_back(add_output<Buffer<>>(declare(name + "_out"), type, int(t.shape.size())));
     }
   }

@@ -91,8 +91,8 @@ void CompiledPlan::compile(const graph::Graph& g, const fusion::FusionPlan& plan
                            const graph::TensorMap& inputs, const graph::TensorMap& params) {
   for (const auto& name : g.tensor_names()) {
     if (g.tensor(name).kind != graph::TensorKind::intermediate &&
-        g.tensor(name).dtype != graph::DType::f32) {
-      throw graph::GraphError("realize_with_plan: only f32 tensors are supported, '" + name +
+        g.tensor(name).dtype == graph::DType::f16) {
+      throw graph::GraphError("realize_with_plan: f16 tensors are not supported, '" + name +
                               "' is f16");
     }
   }

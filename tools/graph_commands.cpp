@@ -55,6 +55,15 @@ int check_graph(const std::string& path, bool run) {
   std::printf("graph '%s': %zu nodes, %zu inputs, %zu params, %zu outputs - valid\n",
               g.name.c_str(), g.nodes().size(), g.inputs().size(), g.params().size(),
               g.outputs().size());
+  for (const auto& name : g.inputs()) {
+    const graph::Tensor& t = g.tensor(name);
+    std::printf("  input %-18s %-4s %s", name.c_str(), graph::to_string(t.dtype),
+                graph::shape_to_string(t.shape).c_str());
+    if (graph::is_integer(t.dtype)) {  // what random inputs (and peers' inputs) may hold
+      std::printf("  values in [0, %lld)", static_cast<long long>(graph::index_bound(g, name)));
+    }
+    std::printf("\n");
+  }
   std::printf("  %-24s %-16s %-24s %s\n", "node", "op", "fusion kind", "output shape");
   for (size_t i : g.topo_order()) {
     const graph::Node& n = g.nodes()[i];

@@ -26,9 +26,12 @@ graph::HostTensor read_npy(const std::string& path) {
   std::string header(header_len, '\0');
   if (!in.read(header.data(), header_len)) throw std::runtime_error(path + ": truncated header");
   std::smatch m;
-  if (!std::regex_search(header, m, std::regex("'descr':\\s*'([^']*)'")) || m[1] != "<f4") {
-    throw std::runtime_error(path + ": dtype must be float32 ('<f4'), header: " + header);
+  if (!std::regex_search(header, m, std::regex("'descr':\\s*'([^']*)'")) ||
+      (m[1] != "<f4" && m[1] != "<i8" && m[1] != "<i4")) {
+    throw std::runtime_error(path + ": dtype must be float32 ('<f4'), int64 ('<i8') or int32 "
+                             "('<i4'), header: " + header);
   }
+  const std::string descr = m[1];
   if (std::regex_search(header, m, std::regex("'fortran_order':\\s*True"))) {
     throw std::runtime_error(path + ": Fortran order is not supported; save it C-contiguous");
   }
@@ -41,9 +44,33 @@ graph::HostTensor read_npy(const std::string& path) {
     if (d.find_first_not_of(" ") != std::string::npos) shape.push_back(std::stoll(d));
   }
   graph::HostTensor t(shape);
-  if (!in.read(reinterpret_cast<char*>(t.data.data()), std::streamsize(t.size() * 4))) {
-    throw std::runtime_error(path + ": holds fewer than the " + std::to_string(t.size()) +
-                             " values its shape says");
+  auto short_file = [&] {
+    return std::runtime_error(path + ": holds fewer than the " + std::to_string(t.size()) +
+                              " values its shape says");
+  };
+  if (descr == "<f4") {
+    if (!in.read(reinterpret_cast<char*>(t.data.data()), std::streamsize(t.size() * 4)))
+      throw short_file();
+    return t;
+  }
+  // Integers (token ids, masks) are held as exact f32 values: |v| <= 2^24.
+  const size_t width = descr == "<i8" ? 8 : 4;
+  std::vector<char> raw(t.size() * width);
+  if (!in.read(raw.data(), std::streamsize(raw.size()))) throw short_file();
+  for (size_t i = 0; i < t.size(); ++i) {
+    int64_t v = 0;
+    if (width == 8) {
+      std::memcpy(&v, &raw[i * 8], 8);
+    } else {
+      int32_t w = 0;
+      std::memcpy(&w, &raw[i * 4], 4);
+      v = w;
+    }
+    if (v > (int64_t(1) << 24) || v < -(int64_t(1) << 24)) {
+      throw std::runtime_error(path + ": value " + std::to_string(v) + " at " + std::to_string(i) +
+                               " is beyond the +-2^24 opfuse holds exactly");
+    }
+    t.data[i] = float(v);
   }
   return t;
 }

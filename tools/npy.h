@@ -1,4 +1,5 @@
-// NumPy .npy files (float32, little-endian, C order) for `opfuse run`'s inputs and outputs.
+// NumPy .npy files (little-endian, C order) for `opfuse run`'s inputs (float32, or int64 and
+// int32 token ids and masks, held as exact f32 values) and outputs (float32).
 #pragma once
 
 #include <string>

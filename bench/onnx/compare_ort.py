@@ -46,6 +46,15 @@ def ort_time(path, feeds, reps):
     return statistics.median(times), dict(zip(names, outs))
 
 
+def integer_bound(opfuse, path, name):
+    """The values an integer input may take, from `opfuse check` (the tables it indexes)."""
+    log = subprocess.run([opfuse, "check", path], capture_output=True, text=True, check=True).stdout
+    m = re.search(rf"input {re.escape(name)} .* values in \[0, (\d+)\)", log)
+    if not m:
+        raise SystemExit(f"{path}: opfuse check gives no range for integer input {name}")
+    return int(m.group(1))
+
+
 def opfuse_time(opfuse, path, feeds, reps, work, check=False):
     args = [opfuse, "run", path, "--reps", str(reps), "--outputs", work] + (["--check"] if check else [])
     for name, value in feeds.items():
@@ -85,7 +94,14 @@ def main():
           f"{'torch ms':>9} {'torch/opfuse':>12}  max|err|")
     for path in a.models:
         probe = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
-        feeds = {i.name: rng.uniform(-1, 1, size=i.shape).astype(np.float32) for i in probe.get_inputs()}
+        feeds = {}
+        for i in probe.get_inputs():
+            if i.type == "tensor(float)":
+                feeds[i.name] = rng.uniform(-1, 1, size=i.shape).astype(np.float32)
+            else:  # token ids, masks: integers where opfuse says they index ([0, n))
+                dtype = {"tensor(int64)": np.int64, "tensor(int32)": np.int32}[i.type]
+                feeds[i.name] = rng.integers(0, integer_bound(a.opfuse, path, i.name),
+                                             size=i.shape).astype(dtype)
         t_ort, want = ort_time(path, feeds, a.reps)
         with tempfile.TemporaryDirectory() as work:
             t_opf, (kernels, ops), rewrites = opfuse_time(a.opfuse, path, feeds, a.reps, work,

@@ -82,6 +82,12 @@ GraphBuilder::T GraphBuilder::gather(const T& x, int64_t axis, std::vector<int64
       {{"axis", axis}, {"indices", std::move(indices)}, {"scalar", int64_t(scalar ? 1 : 0)}});
 }
 
+GraphBuilder::T GraphBuilder::gather(const T& x, const T& indices, int64_t axis) {
+  return node("gather", {x, indices}, {{"axis", axis}});
+}
+
+GraphBuilder::T GraphBuilder::cast(const T& x) { return node("cast", {x}); }
+
 GraphBuilder::T GraphBuilder::slice(const T& x, std::vector<int64_t> starts,
                                     std::vector<int64_t> ends, std::vector<int64_t> axes,
                                     std::vector<int64_t> steps) {

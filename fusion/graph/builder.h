@@ -58,6 +58,9 @@ class GraphBuilder {
   T expand(const T& x, std::vector<int64_t> shape);
   T reduce(const std::string& op, const T& x, std::vector<int64_t> axes, bool keepdims = true);
   T gather(const T& x, int64_t axis, std::vector<int64_t> indices, bool scalar = false);
+  // ONNX Gather by an integer tensor of indices (an embedding lookup: table, ids, axis 0).
+  T gather(const T& x, const T& indices, int64_t axis);
+  T cast(const T& x);  // an integer tensor's values as f32
   // ONNX Slice with constant bounds: axes default to 0..n-1, steps to 1.
   T slice(const T& x, std::vector<int64_t> starts, std::vector<int64_t> ends,
           std::vector<int64_t> axes = {}, std::vector<int64_t> steps = {});

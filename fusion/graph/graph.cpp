@@ -13,7 +13,18 @@ bool Tensor::operator==(const Tensor& o) const {
          kind == o.kind && (kind != TensorKind::param || (init == o.init && data == o.data));
 }
 
-const char* to_string(DType d) { return d == DType::f16 ? "f16" : "f32"; }
+const char* to_string(DType d) {
+  switch (d) {
+    case DType::f16:
+      return "f16";
+    case DType::i64:
+      return "i64";
+    case DType::i32:
+      return "i32";
+    default:
+      return "f32";
+  }
+}
 const char* to_string(Layout l) {
   return l == Layout::NCHW ? "NCHW" : l == Layout::NHWC ? "NHWC" : "none";
 }
@@ -39,7 +50,9 @@ const char* to_string(FusionKind k) {
 DType dtype_from_string(const std::string& s) {
   if (s == "f32" || s == "float32") return DType::f32;
   if (s == "f16" || s == "float16") return DType::f16;
-  throw GraphError("unknown dtype '" + s + "' (expected f32 or f16)");
+  if (s == "i64" || s == "int64") return DType::i64;
+  if (s == "i32" || s == "int32") return DType::i32;
+  throw GraphError("unknown dtype '" + s + "' (expected f32, f16, i64 or i32)");
 }
 Layout layout_from_string(const std::string& s) {
   if (s == "NCHW") return Layout::NCHW;
@@ -61,7 +74,7 @@ int64_t num_elements(const Shape& s) {
   }
   return n;
 }
-size_t dtype_bytes(DType d) { return d == DType::f16 ? 2 : 4; }
+size_t dtype_bytes(DType d) { return d == DType::f16 ? 2 : d == DType::i64 ? 8 : 4; }
 
 // ---------------------------------------------------------------------------------------
 
@@ -177,12 +190,27 @@ void Graph::infer_node(size_t index) {
     }
     ins.push_back(&it->second);
   }
-  schema_of(n);
+  const OpSchema& schema = schema_of(n);
+  // Integer tensors index (gather's indices), move (injective ops) or convert (cast); an
+  // index is an integer.
+  for (size_t i = 0; i < ins.size(); ++i) {
+    const bool indices = n.op == "gather" && i == 1;
+    if (indices && !is_integer(ins[i]->dtype)) {
+      fail(n, "indices '" + ins[i]->name + "' are " + to_string(ins[i]->dtype) +
+                  ": gather indices are i64 or i32");
+    }
+    if (is_integer(ins[i]->dtype) && !indices && n.op != "cast" &&
+        schema.kind != FusionKind::injective) {
+      fail(n, "reads the " + std::string(to_string(ins[i]->dtype)) + " tensor '" + ins[i]->name +
+                  "': integer tensors only index (gather), move (reshape, transpose, expand, "
+                  "slice, concat, gather) or convert (cast)");
+    }
+  }
   const std::vector<Shape> shapes = infer_shapes(n, ins);
   for (size_t i = 0; i < n.outputs.size(); ++i) {
     Tensor& out = tensors_.at(n.outputs[i]);
     out.shape = shapes[i];
-    out.dtype = ins[0]->dtype;
+    out.dtype = n.op == "cast" ? DType::f32 : ins[0]->dtype;
     const bool keeps_layout = shapes[i].size() == 4 && n.op != "transpose" && n.op != "reshape";
     out.layout = keeps_layout ? ins[0]->layout : Layout::none;
     for (int64_t d : out.shape) {
@@ -256,6 +284,13 @@ void Graph::validate() {
   }
   // Step 4: shapes and dtypes, in topological order.
   for (size_t i : order) infer_node(i);
+  for (const auto& o : outputs_) {
+    if (is_integer(tensors_.at(o).dtype)) {
+      throw GraphError("graph '" + name + "': output '" + o + "' is " +
+                       to_string(tensors_.at(o).dtype) +
+                       "; opfuse computes f32 and f16 outputs (cast it, or output what it indexes)");
+    }
+  }
   topo_ = std::move(order);
 }
 

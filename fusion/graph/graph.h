@@ -20,7 +20,10 @@
 
 namespace opfuse::graph {
 
-enum class DType { f32, f16 };
+// Integer tensors (token ids, attention masks) index (gather), move (reshape, transpose ...)
+// or convert (cast); they are held on the host as exact f32 values (|v| <= 2^24).
+enum class DType { f32, f16, i64, i32 };
+inline bool is_integer(DType d) { return d == DType::i64 || d == DType::i32; }
 enum class Layout { none, NCHW, NHWC };
 enum class TensorKind { input, param, intermediate };
 

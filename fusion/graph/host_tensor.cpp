@@ -1,8 +1,13 @@
 #include "fusion/graph/host_tensor.h"
 
+#include <algorithm>
+#include <climits>
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <set>
+
+#include "fusion/graph/op_schema.h"
 
 namespace opfuse::graph {
 namespace {
@@ -55,9 +60,46 @@ HostTensor random_input(const Tensor& in, uint64_t seed, float lo, float hi) {
   return t;
 }
 
+int64_t index_bound(const Graph& g, const std::string& input) {
+  int64_t bound = INT64_MAX;
+  std::vector<std::string> stack{input};
+  std::set<std::string> seen;
+  while (!stack.empty()) {
+    const std::string t = stack.back();
+    stack.pop_back();
+    if (!seen.insert(t).second) continue;
+    for (const Node& n : g.nodes()) {
+      for (size_t i = 0; i < n.inputs.size(); ++i) {
+        if (n.inputs[i] != t) continue;
+        if (n.op == "gather" && i == 1) {
+          const Shape& x = g.tensor(n.inputs[0]).shape;
+          const int axis = normalize_axis(n, attr_int(n, "axis", 0), x.size());
+          bound = std::min(bound, x[size_t(axis)]);
+        } else if (n.op == "cast") {
+          bound = std::min<int64_t>(bound, 2);  // a mask
+        } else {
+          stack.push_back(n.outputs[0]);  // moved (reshape, expand ...), still the same values
+        }
+      }
+    }
+  }
+  return bound == INT64_MAX ? 2 : bound;
+}
+
 TensorMap random_inputs(const Graph& g, uint64_t seed) {
   TensorMap m;
-  for (const auto& name : g.inputs()) m[name] = random_input(g.tensor(name), seed);
+  for (const auto& name : g.inputs()) {
+    const Tensor& t = g.tensor(name);
+    if (!is_integer(t.dtype)) {
+      m[name] = random_input(t, seed);
+      continue;
+    }
+    // Integers in [0, bound): valid token ids for every table they index, 0/1 for a mask.
+    const int64_t bound = index_bound(g, name);
+    HostTensor h = random_input(t, seed, 0.0f, float(bound));
+    for (float& v : h.data) v = std::min(std::floor(v), float(bound - 1));
+    m[name] = std::move(h);
+  }
   return m;
 }
 

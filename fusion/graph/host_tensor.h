@@ -32,7 +32,11 @@ HostTensor param_values(const Tensor& param);
 TensorMap param_values(const Graph& g);
 // Uniform values in [lo, hi) for a graph input, from `seed` and the input's name.
 HostTensor random_input(const Tensor& input, uint64_t seed, float lo = -1.0f, float hi = 1.0f);
+// Integer inputs get integers in [0, index_bound): valid indices wherever they are gathered by.
 TensorMap random_inputs(const Graph& g, uint64_t seed);
+// The values an integer input may take: the smallest extent it indexes (through the ops that
+// move it), 2 where it is cast to a mask, 2 when it does neither.
+int64_t index_bound(const Graph& g, const std::string& input);
 
 // Rounds an f32 value to the nearest f16 value (ties to even), returned as f32.
 float round_to_f16(float v);

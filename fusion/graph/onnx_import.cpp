@@ -272,9 +272,14 @@ class Importer {
     const auto& tt = vi.type().tensor_type();
     if (tt.elem_type() == onnx::TensorProto::FLOAT16) {
       t.dtype = DType::f16;
+    } else if (tt.elem_type() == onnx::TensorProto::INT64) {
+      t.dtype = DType::i64;  // token ids, attention masks
+    } else if (tt.elem_type() == onnx::TensorProto::INT32) {
+      t.dtype = DType::i32;
     } else if (tt.elem_type() != onnx::TensorProto::FLOAT) {
       throw GraphError(source_ + ": graph input '" + vi.name() + "' has ONNX data type " +
-                       std::to_string(tt.elem_type()) + "; only float32 and float16 are supported");
+                       std::to_string(tt.elem_type()) +
+                       "; float32, float16, int64 and int32 are supported");
     }
     for (const auto& d : tt.shape().dim()) {
       if (!d.has_dim_value()) {
@@ -368,7 +373,7 @@ class Importer {
     const std::string out = on.output(0);
     // Pass-throughs: the output is another name for the input.
     if (op == "Identity" || op == "Dropout" ||
-        (op == "Cast" && !int_constants_.count(ins.at(0)) &&
+        (op == "Cast" && !int_constants_.count(ins.at(0)) && !integer_tensor(ins[0]) &&
          cast_keeps_float32(on, name, ins[0]))) {
       alias_[out] = ins.at(0);
       return;
@@ -487,15 +492,34 @@ class Importer {
       n.op = "reshape";
       n.attrs["shape"] = reshaped(on, name, ins, shape_of(ins[0]));
       n.inputs.resize(1);
+    } else if (op == "Cast" && integer_tensor(ins.at(0))) {
+      const int64_t to = int_attr(on, "to", onnx::TensorProto::FLOAT);
+      if (to == onnx::TensorProto::INT64 || to == onnx::TensorProto::INT32) {
+        alias_[out] = ins[0];  // integers stay integers (held exactly)
+        return;
+      }
+      if (to != onnx::TensorProto::FLOAT) {
+        refuse(on, name, "an integer tensor casts to float32 (or int64, int32) only, not ONNX "
+                         "type " + std::to_string(to));
+      }
+      n.op = "cast";
+    } else if (op == "Gather" && integer_tensor(ins.at(1))) {
+      // Indices computed at run time (token ids into an embedding table).
+      n.op = "gather";
+      n.attrs["axis"] = int_attr(on, "axis", 0);
     } else if (op == "Gather") {
       n.op = "gather";
       const std::vector<int64_t>& idx = ints_input(on, name, ins.at(1), "the indices");
       const Shape ishape = int_shapes_.at(ins[1]);
-      if (ishape.size() > 1) refuse(on, name, "indices of rank > 1 are not supported");
       n.attrs["axis"] = int_attr(on, "axis", 0);
-      n.attrs["indices"] = idx;
-      n.attrs["scalar"] = int64_t(ishape.empty() ? 1 : 0);
-      n.inputs.resize(1);
+      if (ishape.size() > 1) {
+        // Constant indices of rank > 1 (token type ids of zeros): an integer param.
+        n.inputs[1] = int_constant_as_index_param(ins[1]);
+      } else {
+        n.attrs["indices"] = idx;
+        n.attrs["scalar"] = int64_t(ishape.empty() ? 1 : 0);
+        n.inputs.resize(1);
+      }
     } else if (op == "Expand") {
       n.op = "expand";
       n.attrs["shape"] = ints_input(on, name, ins.at(1), "the target shape");
@@ -524,6 +548,11 @@ class Importer {
     } catch (const GraphError& e) {
       throw GraphError(source_ + ": " + e.what());
     }
+  }
+
+  // An integer graph input, or a tensor computed from one (not a folded constant).
+  bool integer_tensor(const std::string& t) const {
+    return g_.has_tensor(t) && is_integer(g_.tensor(t).dtype);
   }
 
   // Cast: float32 to float32 passes through; other float casts are refused by name.
@@ -558,6 +587,27 @@ class Importer {
     }
     t.set_name(on.output(0));
     add_initializer(t);
+  }
+
+  // An integer constant as an i64 param of its shape (gather indices of rank > 1), once.
+  std::string int_constant_as_index_param(const std::string& t) {
+    const std::string name = t + "_as_indices";
+    if (!g_.has_tensor(name)) {
+      Tensor p;
+      p.name = name;
+      p.kind = TensorKind::param;
+      p.dtype = DType::i64;
+      p.shape = int_shapes_.at(t);
+      for (int64_t v : int_constants_.at(t)) {
+        if (v < -(int64_t(1) << 24) || v > (int64_t(1) << 24)) {
+          throw GraphError(source_ + ": constant indices '" + t + "' hold " + std::to_string(v) +
+                           ", beyond the +-2^24 opfuse holds exactly");
+        }
+        p.data.push_back(float(v));
+      }
+      g_.add_tensor(std::move(p));
+    }
+    return name;
   }
 
   // An integer constant (a 0/1 mask, say) as a float param of its shape, once.

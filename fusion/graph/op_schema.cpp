@@ -52,8 +52,11 @@ const std::vector<OpSchema> kOps = {
     {"concat", FK::injective, 1, -1, "join along axis"},
     {"slice", FK::injective, 1, 1,
      "x[starts:ends:steps] along axes (ONNX Slice with constant bounds; default all, step 1)", OpTrait::moves_layout},
-    {"gather", FK::injective, 1, 1,
-     "x[..., indices, ...] along axis with constant indices; scalar = 1 drops the axis", OpTrait::moves_layout},
+    {"gather", FK::injective, 1, 2,
+     "x[..., indices, ...] along axis: constant indices (scalar = 1 drops the axis), or an "
+     "integer tensor of them (ONNX Gather: the axis becomes the indices' shape; an embedding "
+     "lookup)", OpTrait::moves_layout},
+    {"cast", FK::elementwise, 1, 1, "an integer tensor's values as f32 (ONNX Cast to FLOAT)"},
 };
 
 std::string ints_to_string(const std::vector<int64_t>& v) { return shape_to_string(v); }
@@ -416,8 +419,10 @@ std::vector<Shape> infer_shapes(const Node& n, const std::vector<const Tensor*>&
   if (n.outputs.size() != 1) {
     fail(n, "has 1 output, got " + std::to_string(n.outputs.size()));
   }
-  // Activations must agree in dtype; params are f32 and are read in f32 by every dtype.
+  // Activations must agree in dtype; params are f32 and are read in f32 by every dtype. A
+  // gather's indices are integers whatever its data is.
   for (const Tensor* t : in) {
+    if (n.op == "gather" && t == in.back() && in.size() == 2) continue;
     if (t->kind != TensorKind::param && t->dtype != in[0]->dtype) {
       fail(n, "input '" + t->name + "' is " + to_string(t->dtype) + " but input '" + in[0]->name +
                   "' is " + to_string(in[0]->dtype) + "; mixed dtypes are not supported");
@@ -457,6 +462,14 @@ std::vector<Shape> infer_shapes(const Node& n, const std::vector<const Tensor*>&
   if (op == "slice") {
     Shape out;
     for (const SliceDim& d : slice_dims(n, x.shape)) out.push_back(d.extent);
+    return {out};
+  }
+  if (op == "gather" && in.size() == 2) {
+    const int axis = normalize_axis(n, attr_int(n, "axis", 0), x.shape.size());
+    if (n.attrs.count("indices")) fail(n, "has both an indices input and an indices attribute");
+    Shape out(x.shape.begin(), x.shape.begin() + axis);
+    out.insert(out.end(), in[1]->shape.begin(), in[1]->shape.end());
+    out.insert(out.end(), x.shape.begin() + axis + 1, x.shape.end());
     return {out};
   }
   if (op == "gather") {

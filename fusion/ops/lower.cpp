@@ -25,6 +25,19 @@ std::vector<Var> make_vars(size_t rank, const std::string& prefix) {
   return v;
 }
 
+Halide::Type halide_type(graph::DType d) {
+  switch (d) {
+    case graph::DType::f16:
+      return Float(16);
+    case graph::DType::i64:
+      return Int(64);
+    case graph::DType::i32:
+      return Int(32);
+    default:
+      return Float(32);
+  }
+}
+
 std::string halide_safe_name(const std::string& name) {
   std::string out = name.empty() ? "t" : name;
   for (char& c : out) {
@@ -150,6 +163,8 @@ class Lowerer {
       e = 1.0f / x;
     } else if (op == "neg") {
       e = -x;
+    } else if (op == "cast") {
+      e = cast<float>(x);
     } else if (op == "erf") {
       e = Halide::erf(x);
     } else if (op == "silu") {
@@ -220,9 +235,27 @@ class Lowerer {
     return define(n, n.op == "reduce_mean" ? sum(args) / count : sum(args));
   }
 
-  // gather with constant indices: the index along the axis is a select over the positions.
+  // gather with constant indices: the index along the axis is a select over the positions;
+  // with an integer tensor of indices (ONNX Gather, an embedding lookup), the axis's index is
+  // that tensor's value: negative ones count from the end, and any beyond the extent are
+  // clamped into it (the reference executor refuses them; a kernel cannot throw).
   Func gather(const Node& n) {
     const Shape& s = shape(n, 0);
+    if (n.inputs.size() == 2) {
+      const int axis = graph::normalize_axis(n, graph::attr_int(n, "axis", 0), s.size());
+      const size_t r = shape(n, 1).size();
+      // Row-major output axes: [0, axis) of x, then r of the indices, then the rest of x.
+      auto var_of_axis = [&](size_t k) { return Expr(vars_[k]); };
+      std::vector<Expr> ii, xi;
+      for (size_t k = 0; k < r; ++k) ii.push_back(var_of_axis(size_t(axis) + k));
+      Expr v = at(in(n, 1), ii);
+      const int extent = int(s[size_t(axis)]);
+      v = clamp(select(v < 0, v + extent, v), 0, extent - 1);
+      for (size_t k = 0; k < size_t(axis); ++k) xi.push_back(var_of_axis(k));
+      xi.push_back(v);
+      for (size_t k = size_t(axis) + 1; k < s.size(); ++k) xi.push_back(var_of_axis(k - 1 + r));
+      return define(n, at(in(n, 0), xi));
+    }
     const int axis = graph::normalize_axis(n, graph::attr_int(n, "axis", 0), s.size());
     const std::vector<int64_t> idx = graph::gather_indices(n, s);
     const bool scalar = graph::attr_int(n, "scalar", 0) != 0;
@@ -514,6 +547,11 @@ LoweredGraph lower(const Graph& g, const std::map<std::string, Func>& sources) {
       std::vector<Var> v = make_vars(t.shape.size());
       wide(halide_args(v)) = cast<float>(src(halide_args(v)));
       src = wide;
+    } else if (graph::is_integer(t.dtype)) {  // indices: 32-bit, as Halide indexes
+      Func narrow(halide_safe_name(name) + "_i32");
+      std::vector<Var> v = make_vars(t.shape.size());
+      narrow(halide_args(v)) = cast<int>(src(halide_args(v)));
+      src = narrow;
     }
     out.tensors[name] = src;
   }

@@ -45,6 +45,9 @@ Halide::Expr at(const Halide::Func& f, const std::vector<Halide::Expr>& idx);
 std::vector<Halide::Var> make_vars(size_t rank, const std::string& prefix = "d");
 // A Halide-safe name: graph names (e.g. ONNX's "/layer1/Conv") may hold characters Halide
 // reserves; everything but [A-Za-z0-9_] becomes '_'.
+// The Halide type a tensor of `d` is stored in (inputs, params and outputs of a pipeline).
+Halide::Type halide_type(graph::DType d);
+
 std::string halide_safe_name(const std::string& name);
 // Halide argument list (innermost first) from row-major Vars.
 std::vector<Halide::Var> halide_args(const std::vector<Halide::Var>& row_major);

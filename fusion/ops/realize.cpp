@@ -26,6 +26,13 @@ Buffer<> to_buffer(const graph::Tensor& info, const graph::HostTensor& t) {
     for (size_t i = 0; i < t.size(); ++i) p[i] = float16_t(t.data[i]);
     return b;
   }
+  if (graph::is_integer(info.dtype)) {  // held as exact f32 values
+    auto fill = [&](auto b) {
+      for (size_t i = 0; i < t.size(); ++i) b.data()[i] = decltype(b.data()[0] + 0)(t.data[i]);
+      return Buffer<>(b);
+    };
+    return info.dtype == graph::DType::i64 ? fill(Buffer<int64_t>(ext)) : fill(Buffer<int32_t>(ext));
+  }
   Buffer<float> b(ext);
   std::copy(t.data.begin(), t.data.end(), b.data());
   return b;

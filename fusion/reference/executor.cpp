@@ -66,6 +66,7 @@ float unary(const Node& n, const graph::UnaryParams& p, float x) {
   if (op == "erf") return float(std::erf(double(x)));
   if (op == "silu") return float(double(x) / (1.0 + std::exp(-double(x))));
   if (op == "pow") return float(std::pow(double(x), p.exponent));
+  if (op == "cast") return x;  // integers are held as exact f32 values
   graph::fail(n, "no reference for this elementwise op (internal error)");
 }
 
@@ -254,6 +255,31 @@ HostTensor run_node(const Graph& g, const Node& n, const std::vector<const HostT
     for_each_index(out_shape, [&](const Index& o, int64_t flat) {
       Index xi = o;
       for (size_t i = 0; i < d.size(); ++i) xi[i] = d[i].start + o[i] * d[i].step;
+      y.data[flat] = x.data[offset(x.shape, xi)];
+    });
+    return y;
+  }
+  if (op == "gather" && in.size() == 2) {
+    // ONNX Gather: out[pre, i..., post] = x[pre, indices[i...], post]. An index outside
+    // [-n, n) is an error here (the kernels clamp it into range instead).
+    const int axis = graph::normalize_axis(n, graph::attr_int(n, "axis", 0), x.shape.size());
+    const HostTensor& ind = *in[1];
+    const int64_t extent = x.shape[size_t(axis)];
+    const size_t r = ind.shape.size();
+    HostTensor y(out_shape);
+    for_each_index(out_shape, [&](const Index& o, int64_t flat) {
+      const Index ii(o.begin() + axis, o.begin() + axis + long(r));
+      const float v = ind.data[size_t(offset(ind.shape, ii))];
+      int64_t i = int64_t(v);
+      if (float(i) != v || i < -extent || i >= extent) {
+        graph::fail(n, "index " + std::to_string(v) + " of '" + n.inputs[1] +
+                           "' is out of range for axis " + std::to_string(axis) + " of extent " +
+                           std::to_string(extent));
+      }
+      if (i < 0) i += extent;
+      Index xi(o.begin(), o.begin() + axis);
+      xi.push_back(i);
+      xi.insert(xi.end(), o.begin() + axis + long(r), o.end());
       y.data[flat] = x.data[offset(x.shape, xi)];
     });
     return y;

@@ -152,14 +152,84 @@ class NetWriter {
   }
 
   // nn.LayerNorm(d) over the last axis: LayerNormalization (opset 17+, both exporters).
-  std::string layer_norm(const std::string& x, int64_t d) {
+  std::string layer_norm(const std::string& x, int64_t d, float eps = 1e-6f) {
     const std::string n = fresh("norm");
     weight(n + ".weight", {d}, 0.8f, 1.2f);
     weight(n + ".bias", {d}, -0.1f, 0.1f);
     auto* ln = om_.node("LayerNormalization", n, {x, n + ".weight", n + ".bias"}, n + "_out");
     OnnxModel::i(ln, "axis", -1);
-    OnnxModel::f(ln, "epsilon", 1e-6f);
+    OnnxModel::f(ln, "epsilon", eps);
     return n + "_out";
+  }
+
+  // An integer graph input (token ids, an attention mask).
+  void int_input(const std::string& name, const std::vector<int64_t>& shape) {
+    om_.input(name, shape);
+    om_.m.mutable_graph()->mutable_input()->rbegin()->mutable_type()->mutable_tensor_type()
+        ->set_elem_type(onnx::TensorProto::INT64);
+  }
+  // An int64 initializer of any shape (position ids, token type ids).
+  void int_tensor(const std::string& name, const std::vector<int64_t>& dims,
+                  const std::vector<int64_t>& v) {
+    auto* t = om_.m.mutable_graph()->add_initializer();
+    t->set_name(name);
+    t->set_data_type(onnx::TensorProto::INT64);
+    for (int64_t d : dims) t->add_dims(d);
+    for (int64_t x : v) t->add_int64_data(x);
+  }
+  // nn.Embedding(num, d) looked up by `ids`: Gather(weight, ids).
+  std::string embedding(const std::string& table, int64_t num, int64_t d, const std::string& ids) {
+    weight(table, {num, d}, -0.1f, 0.1f);
+    const std::string n = fresh("embedding");
+    om_.node("Gather", n, {table, ids}, n + "_out");
+    return n + "_out";
+  }
+  std::string unsqueeze(const std::string& x, int64_t axis) {
+    const std::string n = fresh("unsqueeze");
+    om_.init_ints(n + "_axes", {axis});
+    om_.node("Unsqueeze", n, {x, n + "_axes"}, n + "_out");
+    return n + "_out";
+  }
+  // transformers' Conv1D (GPT-2): addmm(bias, x.view(-1, din), W[din, dout]).view(...):
+  // Reshape to 2-D, Gemm, Reshape back.
+  std::string conv1d(const std::string& x, int64_t rows, int64_t din, int64_t dout) {
+    const std::string n = fresh("conv1d");
+    const float a = float(std::sqrt(3.0 / double(din)));
+    weight(n + ".weight", {din, dout}, -a, a);
+    weight(n + ".bias", {dout}, -0.1f, 0.1f);
+    const std::string flat = reshape(x, {rows, din});
+    om_.node("Gemm", n, {flat, n + ".weight", n + ".bias"}, n + "_mm");
+    return reshape(n + "_mm", {1, rows, dout});
+  }
+  std::string split3(const std::string& x, int64_t axis, int64_t part, std::string out[3]) {
+    const std::string n = fresh("split");
+    om_.init_ints(n + "_sizes", {part, part, part});
+    auto* s = om_.node("Split", n, {x, n + "_sizes"}, n + "_0");
+    s->add_output(n + "_1");
+    s->add_output(n + "_2");
+    OnnxModel::i(s, "axis", axis);
+    for (int i = 0; i < 3; ++i) out[i] = n + "_" + std::to_string(i);
+    return n;
+  }
+  // GELU, tanh form (transformers' gelu_new): decomposed by TorchScript, Gelu(approximate =
+  // "tanh") at opset 20 from dynamo.
+  std::string gelu_tanh(const std::string& x) {
+    const std::string n = fresh("gelu_new");
+    if (style_ == ExportStyle::dynamo) {
+      auto* g = om_.node("Gelu", n, {x}, n + "_out");
+      auto* at = g->add_attribute();
+      at->set_name("approximate");
+      at->set_type(onnx::AttributeProto::STRING);
+      at->set_s("tanh");
+      return n + "_out";
+    }
+    om_.scalar(n + "_three", 3.0f);
+    om_.node("Pow", n + "_pow", {x, n + "_three"}, n + "_cube");
+    const std::string inner = add(x, scale(n + "_cube", 0.044715f));
+    const std::string t = op1("Tanh", scale(inner, std::sqrt(2.0f / float(M_PI))));
+    om_.scalar(n + "_one", 1.0f);
+    const std::string onep = binary("Add", t, n + "_one");
+    return binary("Mul", scale(x, 0.5f), onep);
   }
 
   // nn.Linear(din, dout) on [..., din]: MatMul by the transposed weight (an initializer
@@ -381,11 +451,96 @@ void vit_tiny(NetWriter& w, int64_t image) {
   w.model().output("logits");
 }
 
+// A BERT-base-shaped encoder (transformers BertModel: hidden 768, 12 heads, FFN 3072, vocab
+// 30522, 128 tokens) with 2 of BERT-base's 12 layers, from token ids and an attention mask:
+// word, position and token-type embeddings (the last two from constant ids, folded at import),
+// the mask as (1 - mask[:, None, None, :].float()) * finfo.min added to the scores.
+void bert_encoder(NetWriter& w, int64_t seq) {
+  const int64_t d = 768, heads = 12, hd = d / heads, ffn = 3072, vocab = 30522, layers = 2;
+  w.int_input("input_ids", {1, seq});
+  w.int_input("attention_mask", {1, seq});
+  std::vector<int64_t> pos(static_cast<size_t>(seq)), zeros(static_cast<size_t>(seq), 0);
+  for (int64_t i = 0; i < seq; ++i) pos[size_t(i)] = i;
+  w.int_tensor("position_ids", {1, seq}, pos);
+  w.int_tensor("token_type_ids", {1, seq}, zeros);
+  std::string x = w.add(w.add(w.embedding("embeddings.word_embeddings.weight", vocab, d, "input_ids"),
+                              w.embedding("embeddings.token_type_embeddings.weight", 2, d,
+                                          "token_type_ids")),
+                        w.embedding("embeddings.position_embeddings.weight", 512, d, "position_ids"));
+  x = w.layer_norm(x, d, 1e-12f);
+  // The extended mask [1, 1, 1, S].
+  const std::string m4 = w.unsqueeze(w.unsqueeze("attention_mask", 1), 2);
+  const std::string mc = w.fresh("mask_cast");
+  OnnxModel::i(w.model().node("Cast", mc, {m4}, mc + "_out"), "to", onnx::TensorProto::FLOAT);
+  w.model().scalar("mask_one", 1.0f);
+  const std::string mask = w.scale(w.binary("Sub", "mask_one", mc + "_out"), -3.4028234663852886e38f);
+  for (int64_t l = 0; l < layers; ++l) {
+    auto heads_of = [&](const std::string& t) {
+      return w.transpose(w.reshape(t, {1, seq, heads, hd}), {0, 2, 1, 3});
+    };
+    const std::string q = heads_of(w.linear(x, d, d)), k = heads_of(w.linear(x, d, d)),
+                      v = heads_of(w.linear(x, d, d));
+    std::string s = w.binary("MatMul", q, w.transpose(k, {0, 1, 3, 2}));
+    const std::string sq = w.fresh("sqrt_hd");
+    w.model().scalar(sq, 8.0f);
+    s = w.add(w.binary("Div", s, sq), mask);
+    const std::string sm = w.fresh("softmax");
+    OnnxModel::i(w.model().node("Softmax", sm, {s}, sm + "_out"), "axis", -1);
+    std::string h = w.reshape(w.transpose(w.binary("MatMul", sm + "_out", v), {0, 2, 1, 3}),
+                              {1, seq, d});
+    x = w.layer_norm(w.add(w.linear(h, d, d), x), d, 1e-12f);
+    h = w.linear(w.gelu(w.linear(x, d, ffn)), ffn, d);
+    x = w.layer_norm(w.add(h, x), d, 1e-12f);
+  }
+  w.model().output(x);
+}
+
+// A GPT-2 block (transformers GPT2Model, n_embd 768, 12 heads, vocab 50257) from token ids:
+// token and position embeddings, ln_1, c_attn as Conv1D (Reshape, Gemm, Reshape) split into
+// q, k, v, the causal mask as where(mask, scores, finfo.min) on a constant [1, 1, S, S] mask,
+// c_proj, ln_2, the gelu_new MLP, residuals, ln_f.
+void gpt2_block(NetWriter& w, int64_t seq) {
+  const int64_t d = 768, heads = 12, hd = d / heads, vocab = 50257;
+  w.int_input("input_ids", {1, seq});
+  std::vector<int64_t> pos(static_cast<size_t>(seq));
+  for (int64_t i = 0; i < seq; ++i) pos[size_t(i)] = i;
+  w.int_tensor("position_ids", {1, seq}, pos);
+  std::string x = w.add(w.embedding("wte.weight", vocab, d, "input_ids"),
+                        w.embedding("wpe.weight", 1024, d, "position_ids"));
+  std::string h = w.layer_norm(x, d, 1e-5f);
+  std::string qkv[3];
+  w.split3(w.conv1d(h, seq, d, 3 * d), 2, d, qkv);
+  auto heads_of = [&](const std::string& t) {
+    return w.transpose(w.reshape(t, {1, seq, heads, hd}), {0, 2, 1, 3});
+  };
+  std::string s = w.binary("MatMul", heads_of(qkv[0]), w.transpose(heads_of(qkv[1]), {0, 1, 3, 2}));
+  s = w.scale(s, 1.0f / std::sqrt(float(hd)));
+  // The causal mask: bool [1, 1, S, S], lower triangular.
+  auto* cm = w.model().m.mutable_graph()->add_initializer();
+  cm->set_name("causal_mask");
+  cm->set_data_type(onnx::TensorProto::BOOL);
+  for (int64_t dim : {int64_t(1), int64_t(1), seq, seq}) cm->add_dims(dim);
+  for (int64_t i = 0; i < seq; ++i) {
+    for (int64_t j = 0; j < seq; ++j) cm->add_int32_data(j <= i ? 1 : 0);
+  }
+  w.model().scalar("mask_value", -3.4028234663852886e38f);
+  const std::string wh = w.fresh("where");
+  w.model().node("Where", wh, {"causal_mask", s, "mask_value"}, wh + "_out");
+  const std::string sm = w.fresh("softmax");
+  OnnxModel::i(w.model().node("Softmax", sm, {wh + "_out"}, sm + "_out"), "axis", -1);
+  h = w.reshape(w.transpose(w.binary("MatMul", sm + "_out", heads_of(qkv[2])), {0, 2, 1, 3}),
+                {1, seq, d});
+  x = w.add(w.conv1d(h, seq, d, d), x);
+  h = w.conv1d(w.gelu_tanh(w.conv1d(w.layer_norm(x, d, 1e-5f), seq, d, 4 * d)), seq, 4 * d, d);
+  x = w.add(h, x);
+  w.model().output(w.layer_norm(x, d, 1e-5f));
+}
+
 }  // namespace
 
 const std::vector<std::string>& network_names() {
   static const std::vector<std::string> n = {"resnet18", "mobilenet_v2", "efficientnet_b0",
-                                             "vit_tiny"};
+                                             "vit_tiny", "bert_encoder", "gpt2_block"};
   return n;
 }
 
@@ -404,9 +559,14 @@ std::string write_network(const std::string& name, ExportStyle style, const std:
     efficientnet_b0(w, image);
   } else if (name == "vit_tiny") {
     vit_tiny(w, image);
+  } else if (name == "bert_encoder") {
+    bert_encoder(w, 128);
+  } else if (name == "gpt2_block") {
+    gpt2_block(w, 128);
   } else {
     throw std::runtime_error("no network '" + name +
-                             "' (resnet18, mobilenet_v2, efficientnet_b0, vit_tiny)");
+                             "' (resnet18, mobilenet_v2, efficientnet_b0, vit_tiny, "
+                             "bert_encoder, gpt2_block)");
   }
   const std::string path = dir + "/" + name + "_" + style_name(style) + ".onnx";
   w.save(path);

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The corpus networks (tests/frontend/networks.h: ResNet-18, MobileNetV2, EfficientNet-B0 and
-# ViT-Tiny/16 at 224x224, as the TorchScript exporter writes them at opset 17 and as the dynamo
+# ViT-Tiny/16 at 224x224, a BERT-shaped encoder and a GPT-2 block from token ids, as the TorchScript exporter writes them at opset 17 and as the dynamo
 # exporter does at opset 20 with external data): each imported, planned, run fused (`opfuse run`, the JIT) and compared
 # with opfuse's reference executor and with ONNX Runtime; ResNet-18's dynamo export also
 # compiled ahead of time (`opfuse compile`). Skipped, and said so, without ONNX Runtime.

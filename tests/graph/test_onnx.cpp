@@ -423,3 +423,67 @@ TEST_CASE("ONNX shape arithmetic folded at import: ConstantOfShape, Range, Equal
   // Only the multiply and the select are left: the rest was constant.
   CHECK(g.nodes().size() == 2);
 }
+
+TEST_CASE("ONNX integer inputs: token ids into an embedding table, a mask cast to float") {
+  auto int_input = [](OnnxModel& om, const std::string& name, std::vector<int64_t> shape) {
+    om.input(name, shape);
+    om.m.mutable_graph()->mutable_input()->rbegin()->mutable_type()->mutable_tensor_type()
+        ->set_elem_type(onnx::TensorProto::INT64);
+  };
+  OnnxModel om;
+  int_input(om, "ids", {1, 6});
+  int_input(om, "mask", {1, 6});
+  om.init("table", {11, 4}, opfuse::testing::random_values(44, -1, 1, 3));
+  om.node("Gather", "embed", {"table", "ids"}, "e");
+  // Constant indices of rank 2 (token type ids): an integer param, the lookup folded.
+  auto* tt = om.m.mutable_graph()->add_initializer();
+  tt->set_name("types");
+  tt->set_data_type(onnx::TensorProto::INT64);
+  tt->add_dims(1);
+  tt->add_dims(6);
+  for (int i = 0; i < 6; ++i) tt->add_int64_data(i % 2);
+  om.init("type_table", {2, 4}, opfuse::testing::random_values(8, -1, 1, 4));
+  om.node("Gather", "types_embed", {"type_table", "types"}, "t");
+  om.node("Add", "sum", {"e", "t"}, "s");
+  om.init_ints("axes", {2});
+  om.node("Unsqueeze", "m3", {"mask", "axes"}, "m");
+  OnnxModel::i(om.node("Cast", "mf", {"m"}, "mfloat"), "to", onnx::TensorProto::FLOAT);
+  om.node("Mul", "masked", {"s", "mfloat"}, "y");
+  om.output("y");
+  const Graph g = import_onnx_bytes(om.bytes(), "tokens.onnx");
+  CHECK(g.tensor("ids").dtype == DType::i64);
+  CHECK(opfuse::graph::index_bound(g, "ids") == 11);
+  CHECK(opfuse::graph::index_bound(g, "mask") == 2);
+  bool cast = false, folded = true;
+  for (const auto& n : g.nodes()) {
+    cast = cast || n.op == "cast";
+    folded = folded && n.name != "types_embed";
+  }
+  CHECK(cast);
+  CHECK(folded);
+  // Against hand-computed values: y[0, j, :] = (table[ids[j]] + type_table[j % 2]) * mask[j].
+  opfuse::graph::TensorMap in;
+  in["ids"] = opfuse::graph::HostTensor({1, 6});
+  in["ids"].data = {3, 10, 0, -1, 5, 3};
+  in["mask"] = opfuse::graph::HostTensor({1, 6});
+  in["mask"].data = {1, 1, 0, 1, 1, 0};
+  const auto out = opfuse::reference::run(g, in).at("y");
+  const auto table = opfuse::testing::random_values(44, -1, 1, 3);
+  const auto types = opfuse::testing::random_values(8, -1, 1, 4);
+  for (int j = 0; j < 6; ++j) {
+    const int id = int(in["ids"].data[size_t(j)] < 0 ? in["ids"].data[size_t(j)] + 11
+                                                     : in["ids"].data[size_t(j)]);
+    for (int c = 0; c < 4; ++c) {
+      const float want = (table[size_t(id * 4 + c)] + types[size_t((j % 2) * 4 + c)]) *
+                         in["mask"].data[size_t(j)];
+      CHECK(out.data[size_t(j * 4 + c)] == doctest::Approx(want).epsilon(1e-6));
+    }
+  }
+  // A cast an integer tensor cannot take.
+  OnnxModel bad;
+  int_input(bad, "mask", {1, 6});
+  OnnxModel::i(bad.node("Cast", "to_bool", {"mask"}, "b"), "to", onnx::TensorProto::BOOL);
+  bad.output("b");
+  opfuse::testing::check_graph_error([&] { import_onnx_bytes(bad.bytes(), "cast.onnx"); },
+                                     {"node 'to_bool'", "casts to float32", "type 9"});
+}

@@ -20,6 +20,8 @@
 #include <tuple>
 
 #include "fusion/graph/builder.h"
+#include "fusion/graph/host_tensor.h"
+#include "fusion/reference/executor.h"
 #include "tests/testing.h"
 
 using namespace opfuse::graph;
@@ -319,6 +321,70 @@ TEST_CASE("reductions over axes, where, expand, gather") {
         bad.build();
       },
       {"index 4", "axis 1", "extent 4"});
+}
+
+TEST_CASE("integer tensors: embedding lookups by token ids, masks cast to f32") {
+  {
+    GraphBuilder g("embedding");
+    auto table = g.param("table", {50, 16});
+    auto ids = g.input("ids", {2, 7}, Layout::none, DType::i64);
+    g.output(g.gather(table, ids, 0));
+    const Graph graph = g.build();
+    CHECK(graph.tensor(graph.outputs()[0]).shape == Shape{2, 7, 16});
+    CHECK(opfuse::graph::index_bound(graph, "ids") == 50);
+    check_root_matches_reference(graph, kExact);
+  }
+  {
+    // Along a middle axis, by i32 indices moved by a reshape first.
+    GraphBuilder g("gather_axis1");
+    auto x = g.input("x", {4, 6, 5});
+    auto idx = g.reshape(g.input("idx", {3}, Layout::none, DType::i32), {3, 1});
+    g.output(g.gather(x, idx, 1));
+    const Graph graph = g.build();
+    CHECK(graph.tensor(graph.outputs()[0]).shape == Shape{4, 3, 1, 5});
+    CHECK(opfuse::graph::index_bound(graph, "idx") == 6);
+    check_root_matches_reference(graph, kExact);
+  }
+  {
+    GraphBuilder g("mask");
+    auto x = g.input("x", {2, 7});
+    auto m = g.input("m", {2, 7}, Layout::none, DType::i64);
+    g.output(g.mul(x, g.cast(m)));
+    const Graph graph = g.build();
+    CHECK(opfuse::graph::index_bound(graph, "m") == 2);
+    check_root_matches_reference(graph, kExact);
+  }
+  // What an integer tensor cannot do, by name.
+  opfuse::testing::check_graph_error(
+      [] {
+        GraphBuilder bad("bad");
+        bad.output(bad.relu(bad.input("ids", {3}, Layout::none, DType::i64)));
+        bad.build();
+      },
+      {"relu", "reads the i64 tensor 'ids'", "only index (gather)"});
+  opfuse::testing::check_graph_error(
+      [] {
+        GraphBuilder bad("bad");
+        bad.output(bad.gather(bad.param("table", {5, 2}), bad.input("f", {3}), 0));
+        bad.build();
+      },
+      {"indices 'f' are f32", "i64 or i32"});
+  opfuse::testing::check_graph_error(
+      [] {
+        GraphBuilder bad("bad");
+        bad.output(bad.reshape(bad.input("ids", {3}, Layout::none, DType::i64), {3, 1}));
+        bad.build();
+      },
+      {"output", "is i64", "f32 and f16 outputs"});
+  // The reference refuses an id outside the table (the kernels clamp it).
+  GraphBuilder g("lookup");
+  g.output(g.gather(g.param("table", {5, 2}), g.input("ids", {3}, Layout::none, DType::i64), 0));
+  const Graph graph = g.build();
+  opfuse::graph::TensorMap in;
+  in["ids"] = opfuse::graph::HostTensor({3});
+  in["ids"].data = {0, 7, 1};
+  opfuse::testing::check_graph_error([&] { opfuse::reference::run(graph, in); },
+                                     {"index 7", "out of range", "extent 5"});
 }
 
 TEST_CASE("scaled dot-product attention as a composition") {

@@ -209,3 +209,27 @@ TEST_CASE("regression: an anchor under a transposing root computes its blocks wh
   groups[1].nodes = {"matmul_0", "mul_0", "softmax_0", "matmul_1"};
   check_user_groups(g, groups, 6);
 }
+
+TEST_CASE("token ids and a mask: an embedding lookup fused into its consumers, and alone") {
+  // A transformer's first layer in miniature: embedding(ids) + positions, layer norm, a
+  // linear, scores masked by (1 - mask) * -1e9.
+  graph::GraphBuilder b("tokens");
+  auto ids = b.input("ids", {2, 9}, graph::Layout::none, graph::DType::i64);
+  auto mask = b.input("mask", {2, 1, 9}, graph::Layout::none, graph::DType::i64);
+  auto x = b.add(b.gather(b.param("table", {40, 16}), ids, 0), b.param("pos", {9, 16}));
+  x = b.linear(b.layer_norm(x), b.param("w", {16, 16}));
+  auto scores = b.matmul(x, b.transpose(x, {0, 2, 1}));  // [2, 9, 9]
+  auto bias = b.mul(b.sub(b.param("one", {1}, {1, 1}), b.cast(mask)), b.param("big", {1}, {-1e9, -1e9}));
+  b.output(b.softmax(b.add(scores, bias), -1));
+  const graph::Graph g = b.build();
+  std::vector<fusion::UserGroup> one(1), each;
+  for (size_t i : g.topo_order()) {
+    one[0].nodes.push_back(g.nodes()[i].name);
+    each.push_back({{g.nodes()[i].name}});
+  }
+  check_user_groups(g, each, 3);
+  const fusion::RooflineCostModel model(fusion::builtin_profile("epyc-avx512-2c"));
+  const fusion::FusionPlan planned = fusion::plan_fusion(g, model);
+  const graph::TensorMap in = graph::random_inputs(g, 5);
+  check_plan_matches(g, planned, in, reference::run(g, in));
+}
