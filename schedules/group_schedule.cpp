@@ -103,6 +103,20 @@ class GroupScheduler {
     }
     std::map<std::string, const NodeSchedule*> root_of;
     for (const auto& r : roots) root_of[r.node] = &r;
+    // A register-blocked anchor whose root's index space is not its own (a head split, a
+    // transpose after it) would compute its blocks whole in every tile of that root: it is
+    // computed once, in its own tiles, instead. BERT's q, k and v linears and attention's
+    // matmuls were computed 4x over under the head-merging root.
+    for (const auto& name : g_.nodes) {
+      if (stored_.count(name) || !is_blocked_anchor(name) || materialized_.count(name)) continue;
+      const std::vector<std::string> r = roots_reading(name);
+      if (r.size() != 1 || aligned(name, r[0]) || root_of.at(r[0])->tiling.tiles <= 1) continue;
+      materialized_.insert(name);
+      inlined_.erase(name);
+      reason_[name] = "an anchor whose blocks do not align with root " + r[0] + "'s " +
+                      std::to_string(root_of.at(r[0])->tiling.tiles) +
+                      " tiles: computed once, in its own tiles, not whole in each";
+    }
 
     // Members: at the tile of the one root that reads them, or their own root.
     std::vector<NodeSchedule> members;
@@ -629,18 +643,32 @@ class GroupScheduler {
     }
   }
 
-  // Is an anchor's index space the root's: the root itself, or of the same rank with no
-  // layout change (transpose, reshape ...) after the anchor inside the group? Elementwise
-  // ops, windows and pools keep the dims' meaning.
+  // Is an anchor's index space the root's in the dims its blocks use? The root itself, or
+  // reached through ops that keep the dims' meaning (elementwise ops, windows, pools) and,
+  // for a block over the last two axes (matmul, linear, an NHWC conv), reshapes that keep
+  // those two axes: transformers' Conv1D is Reshape [S, K] -> Gemm -> Reshape [1, S, N], and
+  // the reshape's lowering maps the shared trailing dims one to one. Unaligned, GPT-2's
+  // c_attn, c_fc and c_proj were computed whole in each of 4 tiles.
   bool aligned(const std::string& anchor, const std::string& root) const {
     if (anchor == root) return true;
-    if (tensor_of(anchor).shape.size() != tensor_of(root).shape.size()) return false;
+    const graph::Shape& a = tensor_of(anchor).shape;
+    const graph::Shape& r = tensor_of(root).shape;
+    const bool last_two = !is_nchw_conv(node(anchor));
+    auto keeps_last_two = [](const graph::Shape& x, const graph::Shape& y) {
+      return x.size() >= 2 && y.size() >= 2 && x.back() == y.back() &&
+             x[x.size() - 2] == y[y.size() - 2];
+    };
     bool moved = false;
     walk_downstream(anchor, [&](const std::string& m) {
-      moved = moved || graph::has_trait(node(m).op, graph::OpTrait::moves_layout);
+      const graph::Node& n = node(m);
+      if (graph::has_trait(n.op, graph::OpTrait::moves_layout)) {
+        moved = moved || !last_two || n.op != "reshape" ||
+                !keeps_last_two(ig_.graph().tensor(n.inputs[0]).shape, tensor_of(m).shape);
+      }
       return m != root;
     });
-    return !moved;
+    if (moved) return false;
+    return a.size() == r.size() || (last_two && keeps_last_two(a, r));
   }
 
   // Does `name` (transitively, inside the group) feed one of `targets`?

@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "fusion/graph/builder.h"
 #include "fusion/graph/zoo.h"
 #include "fusion/planner/planner.h"
 #include "schedules/group_schedule.h"
@@ -333,4 +334,51 @@ TEST_CASE("records: a plan JSON written with its records reads back to the same 
       }
     }
   }
+}
+
+namespace {
+
+// x [1, 64, 32] -> reshape [64, 32] -> linear [64, 48] -> reshape [1, 64, 48] -> relu
+// (transformers' Conv1D), or -> linear [1, 64, 48] -> reshape [1, 64, 3, 16] -> transpose
+// (a head split), each as one group.
+Planned one_group(bool head_split) {
+  GraphBuilder b(head_split ? "head_split" : "conv1d");
+  auto x = b.input("x", {1, 64, 32});
+  auto w = b.param("w", {32, 48});
+  if (head_split) {
+    b.output(b.transpose(b.reshape(b.linear(x, w), {1, 64, 3, 16}), {0, 2, 1, 3}));
+  } else {
+    b.output(b.relu(b.reshape(b.linear(b.reshape(x, {64, 32}), w), {1, 64, 48})));
+  }
+  Planned p{b.build(), {}};
+  std::vector<UserGroup> one(1);
+  for (size_t i : p.g.topo_order()) one[0].nodes.push_back(p.g.nodes()[i].name);
+  p.plan = plan_from_user_groups(p.g, RooflineCostModel(avx512_profile()), one);
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("records: an anchor under reshapes that keep its last two axes is blocked in the tiles") {
+  const Planned p = one_group(false);
+  const PipelineSchedule s = schedule_plan(p.g, p.plan, avx512());
+  const NodeSchedule& lin = record_of(s, "linear_0");
+  CHECK(lin.placement == Placement::at_tile);
+  REQUIRE(lin.block.has_value());
+  CHECK_FALSE(lin.block->whole_dims);
+  CHECK(record_of(s, "relu_0").tiling.tiles > 1);
+  // The block's rows (dim 1, the 64 rows) are what the tiles split, in multiples of the block.
+  CHECK(record_of(s, "relu_0").rule.min_dim == 1);
+  CHECK(record_of(s, "relu_0").rule.multiple == lin.block->rows);
+}
+
+TEST_CASE("records: an anchor under a head split is computed once in its own tiles") {
+  const Planned p = one_group(true);
+  const PipelineSchedule s = schedule_plan(p.g, p.plan, avx512());
+  const NodeSchedule& lin = record_of(s, "linear_0");
+  CHECK(lin.placement == Placement::materialized);
+  CHECK(lin.reason.find("do not align") != std::string::npos);
+  CHECK(lin.tiling.tiles > 1);
+  REQUIRE(lin.block.has_value());
+  CHECK_FALSE(lin.block->whole_dims);  // its own root: aligned with itself
 }

@@ -233,3 +233,23 @@ TEST_CASE("token ids and a mask: an embedding lookup fused into its consumers, a
   const graph::TensorMap in = graph::random_inputs(g, 5);
   check_plan_matches(g, planned, in, reference::run(g, in));
 }
+
+TEST_CASE("anchors under reshapes: blocked in the root's tiles, or computed once in their own") {
+  // transformers' Conv1D (reshape -> linear -> reshape back), and a head split (linear ->
+  // reshape -> transpose), each fused into one group, against the reference.
+  for (bool head_split : {false, true}) {
+    CAPTURE(head_split);
+    graph::GraphBuilder b("reshaped");
+    auto x = b.input("x", {1, 64, 32});
+    auto w = b.param("w", {32, 48});
+    if (head_split) {
+      b.output(b.transpose(b.reshape(b.linear(x, w), {1, 64, 3, 16}), {0, 2, 1, 3}));
+    } else {
+      b.output(b.relu(b.reshape(b.linear(b.reshape(x, {64, 32}), w), {1, 64, 48})));
+    }
+    const graph::Graph g = b.build();
+    std::vector<fusion::UserGroup> one(1);
+    for (size_t i : g.topo_order()) one[0].nodes.push_back(g.nodes()[i].name);
+    check_user_groups(g, one, 11);
+  }
+}
