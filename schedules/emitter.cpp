@@ -219,14 +219,20 @@ class Applier {
       if (ns.row_kernels) {
         if (role == "exp") continue;  // inline: recomputed where the sum and output read it
         f.compute_root();
-        Var fused = f.args()[0];
-        for (size_t j = 1; j < f.args().size(); ++j) {
-          Var h(f.name() + "_g" + std::to_string(j));
-          f.fuse(fused, f.args()[j], h);
-          fused = h;
-        }
-        f.gpu_tile(fused, Var(f.name() + "_b"), Var(f.name() + "_t"), g.gpu_row_threads,
-                   TailStrategy::GuardWithIf);
+        // One thread per row, for the initial value and for the reduction over the row (its
+        // update, a loop in each thread; unscheduled, it ran on the host).
+        auto one_thread_per_row = [&](Stage s) {
+          Var fused = f.args()[0];
+          for (size_t j = 1; j < f.args().size(); ++j) {
+            Var h(f.name() + "_g" + std::to_string(j));
+            s.fuse(fused, f.args()[j], h);
+            fused = h;
+          }
+          s.gpu_tile(fused, Var(f.name() + "_b"), Var(f.name() + "_t"), g.gpu_row_threads,
+                     TailStrategy::GuardWithIf);
+        };
+        one_thread_per_row(f);
+        for (int u = 0; u < f.num_update_definitions(); ++u) one_thread_per_row(f.update(u));
         continue;
       }
       if (role == "acc" && ns.register_blocked) {

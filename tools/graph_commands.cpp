@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <stdexcept>
 
 #include "fusion/frontend/load_model.h"
@@ -145,9 +146,19 @@ int compile_command(const CompileCommand& c, const std::string& generator) {
     }
     if (name.empty() || std::isdigit(static_cast<unsigned char>(name[0]))) name = "m_" + name;
   }
-  const std::string target = c.target == "host"          ? "host"
-                             : c.target == "host-opencl" ? "host-opencl"
-                                                         : "host-cuda-cuda_capability_86";
+  static const std::map<std::string, std::string> targets = {
+      {"host", "host"},
+      {"x86-avx2", OPFUSE_X86_AVX2_TARGET},
+      {"x86-avx512", OPFUSE_X86_AVX512_TARGET},
+      {"host-opencl", "host-opencl"},
+      {"host-cuda", OPFUSE_CUDA_TARGET}};
+  const auto t = targets.find(c.target);
+  if (t == targets.end()) {
+    throw std::invalid_argument("unknown target '" + c.target +
+                                "' (host, x86-avx2, x86-avx512, host-opencl, host-cuda)");
+  }
+  const std::string target = t->second;
+  const bool cuda = c.target == "host-cuda";
   fs::create_directories(c.out_dir);
   auto quote = [](const std::string& s) {
     std::string q = "'";
@@ -156,7 +167,8 @@ int compile_command(const CompileCommand& c, const std::string& generator) {
   };
   std::string cmd = quote(generator) + " -g opfuse_graph -o " + quote(c.out_dir) + " -f " +
                     quote(name) + " -n " + quote(name) +
-                    " -e static_library,h,stmt target=" + target +
+                    " -e static_library,h,stmt" + (cuda ? ",device_code" : "") +
+                    " target=" + target +
                     " graph=" + quote(fs::absolute(c.model).string()) + " strategy=" + c.strategy +
                     " plan_out=" + quote(c.out_dir + "/" + name + ".plan.json");
   if (!c.profile.empty()) cmd += " profile=" + quote(c.profile);
@@ -168,8 +180,9 @@ int compile_command(const CompileCommand& c, const std::string& generator) {
   }
   std::printf(
       "wrote %s/%s.a, %s.h (C ABI: inputs, then params, then outputs, as "
-      "halide_buffer_t*), %s.plan.json\n",
-      c.out_dir.c_str(), name.c_str(), name.c_str(), name.c_str());
+      "halide_buffer_t*), %s.plan.json%s\n",
+      c.out_dir.c_str(), name.c_str(), name.c_str(), name.c_str(),
+      cuda ? (", " + name + ".device_code (the PTX)").c_str() : "");
   return 0;
 }
 

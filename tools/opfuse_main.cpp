@@ -110,8 +110,9 @@ int main(int argc, char** argv) {
   CLI::App* compile_cmd = app.add_subcommand(
       "compile", "AOT: a fused library (.a), its header and its plan for a model (.json or .onnx)");
   compile_cmd->add_option("model", compile.model, "graph file (.json or .onnx)")->required();
-  compile_cmd->add_option("--target", compile.target, "host, host-opencl or host-cuda")
-      ->check(CLI::IsMember({"host", "host-opencl", "host-cuda"}));
+  compile_cmd->add_option("--target", compile.target,
+                          "host, x86-avx2, x86-avx512, host-opencl or host-cuda")
+      ->check(CLI::IsMember({"host", "x86-avx2", "x86-avx512", "host-opencl", "host-cuda"}));
   compile_cmd->add_option("--out", compile.out_dir, "output folder")->required();
   compile_cmd->add_option("--name", compile.name, "function name (default: from the file name)");
   compile_cmd->add_option("--strategy", compile.strategy, "fused or unfused")

@@ -4,7 +4,9 @@
 # exporter does at opset 20 with external data): each imported, planned, run fused (`opfuse run`, the JIT) and compared
 # with opfuse's reference executor and with ONNX Runtime; ResNet-18's dynamo export also
 # compiled ahead of time (`opfuse compile`). Skipped, and said so, without ONNX Runtime.
-# Usage: networks.sh WRITE_NETWORKS OPFUSE SOURCE_DIR
+# Where the CUDA toolkit was found (PTXAS given), ResNet-18 and the GPT-2 block are also
+# compiled for host-cuda and their PTX assembled for sm_90 (the H200).
+# Usage: networks.sh WRITE_NETWORKS OPFUSE SOURCE_DIR [PTXAS]
 set -euo pipefail
 venv="${OPFUSE_VENV:-${XDG_CACHE_HOME:-${HOME:-/tmp}/.cache}/opfuse/venv-halide21}"
 "$venv/bin/python" -c "import onnxruntime" 2>/dev/null || {
@@ -20,4 +22,15 @@ models=("$work"/models/*.onnx)
 "$2" compile "$work/models/resnet18_dynamo.onnx" --target host --out "$work/lib" > "$work/compile.log"
 test -s "$work/lib/resnet18_dynamo.a" || { cat "$work/compile.log"; exit 1; }
 grep -q "int resnet18_dynamo(" "$work/lib/resnet18_dynamo.h"
-echo "$(( ${#models[@]} + 1 )) passed, 0 failed"
+passed=$(( ${#models[@]} + 1 ))
+if [ -n "${4:-}" ]; then
+  for m in resnet18_dynamo gpt2_block_dynamo; do
+    "$2" compile "$work/models/$m.onnx" --target host-cuda --out "$work/cuda" > "$work/cuda.log" 2>&1 ||
+      { cat "$work/cuda.log"; exit 1; }
+    "$4" -arch=sm_90 "$work/cuda/$m.device_code" -o "$work/cuda/$m.cubin"
+    passed=$(( passed + 1 ))
+  done
+else
+  echo "note: no ptxas (CUDA toolkit) configured: the host-cuda builds were not assembled"
+fi
+echo "$passed passed, 0 failed"
