@@ -55,8 +55,10 @@ def integer_bound(opfuse, path, name):
     return int(m.group(1))
 
 
-def opfuse_time(opfuse, path, feeds, reps, work, check=False):
+def opfuse_time(opfuse, path, feeds, reps, work, check=False, plan=None):
     args = [opfuse, "run", path, "--reps", str(reps), "--outputs", work] + (["--check"] if check else [])
+    if plan:
+        args += ["--plan", plan]
     for name, value in feeds.items():
         f = os.path.join(work, name + ".in.npy")
         np.save(f, value)
@@ -82,6 +84,9 @@ def main():
                     "eager column for the models PyTorch exported")
     ap.add_argument("--check", action="store_true",
                     help="also compare opfuse's outputs with its reference executor")
+    ap.add_argument("--unfused", type=int, default=0, metavar="ROUNDS",
+                    help="also time opfuse's unfused plan (every op its own kernel), alternating "
+                         "fused and unfused ROUNDS times; medians of the rounds are reported")
     ap.add_argument("models", nargs="+")
     a = ap.parse_args()
     eager = {}
@@ -91,7 +96,8 @@ def main():
     rows, bad = [], 0
     rng = np.random.default_rng(1)
     print(f"{'model':38} {'kernels':>9} {'opfuse ms':>10} {'ORT ms':>10} {'ORT/opfuse':>10} "
-          f"{'torch ms':>9} {'torch/opfuse':>12}  max|err|")
+          f"{'torch ms':>9} {'torch/opfuse':>12}  max|err|"
+          + (f" {'unfused ms':>10} {'unf/fused':>9}" if a.unfused else ""))
     for path in a.models:
         probe = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
         feeds = {}
@@ -106,6 +112,20 @@ def main():
         with tempfile.TemporaryDirectory() as work:
             t_opf, (kernels, ops), rewrites = opfuse_time(a.opfuse, path, feeds, a.reps, work,
                                                           a.check)
+            t_unf = None
+            if a.unfused:
+                # The same emitter on the unfused plan; fused and unfused alternate.
+                unf_plan = os.path.join(work, "unfused.plan.json")
+                subprocess.run([a.opfuse, "plan", path, "--no-fusion", "--json", unf_plan],
+                               capture_output=True, check=True)
+                fused_t, unf_t = [t_opf], []
+                for r in range(a.unfused):
+                    unf_t.append(opfuse_time(a.opfuse, path, feeds, a.reps, work, plan=unf_plan)[0])
+                    if r + 1 < a.unfused:
+                        fused_t.append(opfuse_time(a.opfuse, path, feeds, a.reps, work)[0])
+                t_opf, t_unf = statistics.median(fused_t), statistics.median(unf_t)
+                # The outputs compared below are the fused plan's, rerun last.
+                opfuse_time(a.opfuse, path, feeds, 1, work)
             err, ok = 0.0, True
             for name, w in want.items():
                 got = np.load(os.path.join(work, name + ".npy")).reshape(w.shape)
@@ -117,6 +137,9 @@ def main():
         row = {"model": name, "kernels": int(kernels), "ops": int(ops),
                "opfuse_s": t_opf, "onnxruntime_s": t_ort, "ort_over_opfuse": t_ort / t_opf,
                "max_abs_error": err, "match": ok, "rewrites": rewrites}
+        if t_unf is not None:
+            row["opfuse_unfused_s"] = t_unf
+            row["unfused_over_fused"] = t_unf / t_opf
         torch_col = f"{'-':>9} {'-':>12}"
         if name in eager:  # the module PyTorch exported, run eagerly (its own weights)
             row["pytorch_eager_s"] = eager[name]
@@ -124,7 +147,8 @@ def main():
             torch_col = f"{eager[name] * 1e3:9.4f} {eager[name] / t_opf:12.2f}"
         rows.append(row)
         print(f"{name:38} {kernels:>4}/{ops:<4} {t_opf*1e3:10.4f} {t_ort*1e3:10.4f} "
-              f"{t_ort/t_opf:10.2f} {torch_col}  {err:.2e}{'' if ok else '  MISMATCH'}")
+              f"{t_ort/t_opf:10.2f} {torch_col}  {err:.2e}{'' if ok else '  MISMATCH'}"
+              + (f" {t_unf*1e3:10.4f} {t_unf/t_opf:9.2f}" if t_unf is not None else ""))
     with open(a.out, "w") as f:
         json.dump({"onnxruntime": ort.__version__, "threads": 2, "results": rows}, f, indent=2)
     sys.exit(1 if bad else 0)

@@ -22,7 +22,12 @@ models=("$work"/models/*.onnx)
 "$2" compile "$work/models/resnet18_dynamo.onnx" --target host --out "$work/lib" > "$work/compile.log"
 test -s "$work/lib/resnet18_dynamo.a" || { cat "$work/compile.log"; exit 1; }
 grep -q "int resnet18_dynamo(" "$work/lib/resnet18_dynamo.h"
-passed=$(( ${#models[@]} + 1 ))
+# From token ids: the kernel takes them as an int64 buffer.
+"$2" compile "$work/models/gpt2_block_dynamo.onnx" --target host --out "$work/lib" > "$work/compile.log"
+grep -q "_input_ids_buffer" "$work/lib/gpt2_block_dynamo.h"
+# Halide's type check: int64 is code 0 | 64 bits << 8 | 1 lane << 16 = 81920.
+grep -q 'Input buffer input_ids", input_ids.type, (uint32)81920' "$work/lib/gpt2_block_dynamo.stmt"
+passed=$(( ${#models[@]} + 2 ))
 if [ -n "${4:-}" ]; then
   for m in resnet18_dynamo gpt2_block_dynamo; do
     "$2" compile "$work/models/$m.onnx" --target host-cuda --out "$work/cuda" > "$work/cuda.log" 2>&1 ||

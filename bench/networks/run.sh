@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Whole networks (the corpus of tests/frontend/networks.h: ResNet-18, MobileNetV2,
+# EfficientNet-B0, ViT-Tiny/16, a BERT-shaped encoder, a GPT-2 block; both exporters' styles,
+# or any .onnx files given): opfuse fused and unfused (alternated ROUNDS times, medians) and
+# ONNX Runtime (every graph optimisation, 2 threads), outputs cross-checked.
+# Needs ONNX Runtime in the project venv: OPFUSE_WITH_PEERS=1 tools/setup.sh.
+# Usage: bench/networks/run.sh [BUILD_DIR] [OUT_DIR] [ROUNDS] [MODEL.onnx ...]
+set -euo pipefail
+here="$(cd "$(dirname "$0")/../.." && pwd)"
+build="${1:-$here/build}"
+out="${2:-$here/bench-networks}"
+rounds="${3:-3}"
+shift $(( $# < 3 ? $# : 3 ))
+venv="${OPFUSE_VENV:-${XDG_CACHE_HOME:-${HOME:-/tmp}/.cache}/opfuse/venv-halide21}"
+"$venv/bin/python" -c "import onnxruntime" 2>/dev/null || {
+  echo "ONNX Runtime is not installed: run OPFUSE_WITH_PEERS=1 tools/setup.sh" >&2
+  exit 77
+}
+mkdir -p "$out"
+models=("$@")
+if [ ${#models[@]} -eq 0 ]; then
+  "$build/tests/frontend/write_networks" "$out/models" > /dev/null
+  models=("$out"/models/*.onnx)
+fi
+"$venv/bin/python" "$here/bench/onnx/compare_ort.py" --opfuse "$build/tools/opfuse" --reps 20 \
+  --unfused "$rounds" --out "$out/networks.json" "${models[@]}"
