@@ -1,9 +1,11 @@
 #include "schedules/jit.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <map>
 #include <mutex>
+#include <sstream>
 #include <stdexcept>
 #include <thread>
 
@@ -64,6 +66,14 @@ void empty_pool() {
   g_pool.clear();
 }
 
+// The profiler's report of the run in progress (Halide prints it through custom_print).
+std::mutex g_print_mutex;
+std::string g_print;
+void capturing_print(JITUserContext*, const char* text) {
+  std::lock_guard<std::mutex> lock(g_print_mutex);
+  g_print += text;
+}
+
 }  // namespace
 
 struct CompiledPlan::Impl {
@@ -72,15 +82,18 @@ struct CompiledPlan::Impl {
   std::vector<Buffer<float>> outs;
   Halide::Pipeline pipeline;
   Target target;
+  bool profile = false;
+  std::string report;
   schedules::PipelineSchedule schedule;
   size_t peak = 0;
 };
 
 CompiledPlan::CompiledPlan(const graph::Graph& g, const fusion::FusionPlan& plan,
-                           const graph::TensorMap& inputs, const graph::TensorMap& params)
+                           const graph::TensorMap& inputs, const graph::TensorMap& params,
+                           bool profile)
     : impl_(std::make_unique<Impl>()) {
   try {
-    compile(g, plan, inputs, params);
+    compile(g, plan, inputs, params, profile);
   } catch (const Halide::Error& e) {
     // Halide's errors are not std::exceptions: callers see one type, with Halide's message.
     throw std::runtime_error(std::string("Halide could not compile the plan: ") + e.what());
@@ -88,7 +101,8 @@ CompiledPlan::CompiledPlan(const graph::Graph& g, const fusion::FusionPlan& plan
 }
 
 void CompiledPlan::compile(const graph::Graph& g, const fusion::FusionPlan& plan,
-                           const graph::TensorMap& inputs, const graph::TensorMap& params) {
+                           const graph::TensorMap& inputs, const graph::TensorMap& params,
+                           bool profile) {
   for (const auto& name : g.tensor_names()) {
     if (g.tensor(name).kind != graph::TensorKind::intermediate &&
         g.tensor(name).dtype == graph::DType::f16) {
@@ -109,6 +123,8 @@ void CompiledPlan::compile(const graph::Graph& g, const fusion::FusionPlan& plan
     impl_->outs.emplace_back(std::vector<int>(t.shape.rbegin(), t.shape.rend()));
   }
   impl_->target = get_jit_target_from_environment();
+  impl_->profile = profile;
+  if (profile) impl_->target = impl_->target.with_feature(Target::Profile);
   bound_outputs(pipe);
   // No GPU limits: the JIT runs on the host's CPU.
   impl_->schedule = schedules::schedule_plan(
@@ -119,6 +135,7 @@ void CompiledPlan::compile(const graph::Graph& g, const fusion::FusionPlan& plan
   impl_->pipeline = Halide::Pipeline(pipe.outputs);
   impl_->pipeline.jit_handlers().custom_malloc = counting_malloc;
   impl_->pipeline.jit_handlers().custom_free = counting_free;
+  if (profile) impl_->pipeline.jit_handlers().custom_print = capturing_print;
   impl_->pipeline.compile_jit(impl_->target);
 }
 
@@ -126,16 +143,26 @@ CompiledPlan::~CompiledPlan() { empty_pool(); }
 
 const schedules::PipelineSchedule& CompiledPlan::schedule() const { return impl_->schedule; }
 
+const std::string& CompiledPlan::profiler_report() const { return impl_->report; }
+
 void CompiledPlan::run() {
   std::vector<Buffer<>> bufs(impl_->outs.begin(), impl_->outs.end());
   g_heap_now = 0;
   g_heap_peak = 0;
+  if (impl_->profile) {
+    std::lock_guard<std::mutex> lock(g_print_mutex);
+    g_print.clear();
+  }
   try {
     impl_->pipeline.realize(Realization(bufs), impl_->target);
   } catch (const Halide::Error& e) {
     throw std::runtime_error(std::string("the compiled plan failed to run: ") + e.what());
   }
   impl_->peak = size_t(g_heap_peak.load());
+  if (impl_->profile) {
+    std::lock_guard<std::mutex> lock(g_print_mutex);
+    impl_->report = g_print;
+  }
 }
 
 graph::TensorMap CompiledPlan::outputs() const {
@@ -156,6 +183,52 @@ graph::TensorMap realize_with_plan(const graph::Graph& g, const fusion::FusionPl
   CompiledPlan c(g, plan, inputs, params);
   c.run();
   return c.outputs();
+}
+
+std::vector<GroupTime> times_by_group(const graph::Graph& g, const fusion::FusionPlan& plan,
+                                      const std::string& report) {
+  // Func name -> node: the longest node name (as lowered) the Func's name starts with, then
+  // '_' or '$' or its end (a node's Funcs are "<node>", "<node>_acc", "<node>_global_wrapper$0").
+  std::vector<std::pair<std::string, int>> prefixes;  // (lowered node name, group)
+  for (const fusion::FusedGroup& grp : plan.groups) {
+    for (const auto& n : grp.nodes) prefixes.emplace_back(ops::halide_safe_name(n), grp.id);
+  }
+  std::sort(prefixes.begin(), prefixes.end(),
+            [](const auto& a, const auto& b) { return a.first.size() > b.first.size(); });
+  std::vector<GroupTime> out(plan.groups.size() + 1);
+  for (size_t i = 0; i < plan.groups.size(); ++i) {
+    out[i].group = plan.groups[i].id;
+    out[i].predicted_s = plan.groups[i].estimate.t_total_s;
+  }
+  double runs = 1;
+  if (const size_t r = report.find("runs: "); r != std::string::npos) {
+    runs = std::max(1.0, std::atof(report.c_str() + r + 6));
+  }
+  std::istringstream in(report);
+  int lines = 0;
+  for (std::string line; std::getline(in, line);) {
+    // "    <func>:   1.234ms (12.3%)   threads: ..."
+    const size_t ms = line.find("ms (");
+    const size_t colon = line.rfind(':', ms);
+    if (ms == std::string::npos || colon == std::string::npos) continue;
+    const size_t start = line.find_first_not_of(' ');
+    const std::string func = line.substr(start, colon - start);
+    const double t = std::atof(line.c_str() + colon + 1) * 1e-3 / runs;
+    ++lines;
+    GroupTime* slot = &out.back();
+    for (const auto& [name, gid] : prefixes) {
+      if (func.rfind(name, 0) != 0) continue;
+      const char next = func.size() > name.size() ? func[name.size()] : '\0';
+      if (next != '\0' && next != '_' && next != '$') continue;
+      for (auto& o : out) {
+        if (o.group == gid) slot = &o;
+      }
+      break;
+    }
+    slot->measured_s += t;
+  }
+  if (lines == 0) throw std::runtime_error("the profiler report has no per-Func times");
+  return out;
 }
 
 }  // namespace opfuse::schedules

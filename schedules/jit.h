@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 
 #include "fusion/graph/graph.h"
 #include "fusion/graph/host_tensor.h"
@@ -21,8 +22,10 @@ class CompiledPlan {
   // Params come from graph::param_values unless given. Throws graph::GraphError for graphs
   // the JIT path does not take (f16 tensors), std::runtime_error (with Halide's message) when
   // Halide refuses the schedule.
+  // `profile`: compiled with Halide's profiler; each run's report is kept (profiler_report).
   CompiledPlan(const graph::Graph& g, const fusion::FusionPlan& plan,
-               const graph::TensorMap& inputs, const graph::TensorMap& params = {});
+               const graph::TensorMap& inputs, const graph::TensorMap& params = {},
+               bool profile = false);
   ~CompiledPlan();
   CompiledPlan(const CompiledPlan&) = delete;
   CompiledPlan& operator=(const CompiledPlan&) = delete;
@@ -32,15 +35,29 @@ class CompiledPlan {
   // The most bytes the pipeline's heap allocations (intermediates Halide stores) held at once
   // during the last run; stack allocations of small tiles are not counted.
   size_t peak_heap_bytes() const;
+  // Halide's profiler report of the last run (empty unless compiled with `profile`).
+  const std::string& profiler_report() const;
   // The records the pipeline was scheduled with.
   const schedules::PipelineSchedule& schedule() const;
 
  private:
   void compile(const graph::Graph& g, const fusion::FusionPlan& plan,
-               const graph::TensorMap& inputs, const graph::TensorMap& params);
+               const graph::TensorMap& inputs, const graph::TensorMap& params, bool profile);
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+// One group's share of a profiled run: Halide's profiler samples of the group's Funcs (its
+// nodes' Funcs and helpers, by name), beside the cost model's prediction.
+struct GroupTime {
+  int group = -1;  // -1: time no group's Func took (waiting for tasks, output copies)
+  double measured_s = 0;
+  double predicted_s = 0;
+};
+// Per group, from a profiler report of one run (CompiledPlan::profiler_report); throws
+// std::runtime_error when the report has no per-Func lines.
+std::vector<GroupTime> times_by_group(const graph::Graph& g, const fusion::FusionPlan& plan,
+                                      const std::string& report);
 
 // Compiles and runs once; returns the graph outputs, by name.
 graph::TensorMap realize_with_plan(const graph::Graph& g, const fusion::FusionPlan& plan,

@@ -68,6 +68,10 @@ int main(int argc, char** argv) {
   app.add_option("--profile", profile, "hardware profile for the planner");
   app.add_flag("--check", check, "compare every output with the reference executor");
   app.add_option("--reps", reps, "time the plan over N runs (median)");
+  bool breakdown = false;
+  app.add_flag("--breakdown", breakdown,
+               "profile one run with Halide's profiler: each group's measured time beside the "
+               "cost model's prediction");
   CLI11_PARSE(app, argc, argv);
   try {
     std::vector<std::string> rewrites;
@@ -99,7 +103,7 @@ int main(int argc, char** argv) {
                     graph::shape_to_string(g.tensor(name).shape).c_str());
       }
     }
-    schedules::CompiledPlan k(g, plan, in);
+    schedules::CompiledPlan k(g, plan, in, {}, breakdown);
     k.run();
     const graph::TensorMap out = k.outputs();
     std::printf("plan: %d kernels for %zu ops\n", plan.kernels_fused(), g.nodes().size());
@@ -112,6 +116,49 @@ int main(int argc, char** argv) {
       }
       std::sort(t.begin(), t.end());
       std::printf("time: median %.4f ms over %d runs\n", t[t.size() / 2] * 1e3, reps);
+    }
+    if (breakdown) {
+      // Halide's profiler samples every millisecond or so: runs until about a second of
+      // samples (at least 10 runs), their times per group averaged.
+      std::vector<schedules::GroupTime> times;
+      int runs = 0;
+      double total = 0;
+      const auto t0 = std::chrono::steady_clock::now();
+      while (runs < 10 ||
+             std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() < 1.0) {
+        k.run();
+        const auto one = schedules::times_by_group(g, plan, k.profiler_report());
+        if (times.empty()) times.assign(one.size(), {});
+        for (size_t i = 0; i < one.size(); ++i) {
+          times[i].group = one[i].group;
+          times[i].predicted_s = one[i].predicted_s;
+          times[i].measured_s += one[i].measured_s;
+        }
+        ++runs;
+      }
+      for (auto& t : times) {
+        t.measured_s /= runs;
+        total += t.measured_s;
+      }
+      std::printf("per group (Halide's profiler, mean of %d runs, %.3f ms a run; predicted by "
+                  "the %s model on %s):\n", runs, total * 1e3, plan.cost_model.c_str(),
+                  plan.profile.c_str());
+      std::printf("  %-4s %-11s %12s %12s %9s  %s\n", "grp", "kind", "measured us",
+                  "predicted us", "meas/pred", "nodes");
+      for (const auto& t : times) {
+        if (t.group < 0) {
+          std::printf("  %-4s %-11s %12.1f %12s %9s  (waiting for tasks, output copies)\n", "-",
+                      "other", t.measured_s * 1e6, "-", "-");
+          continue;
+        }
+        const fusion::FusedGroup& grp = plan.groups[size_t(t.group)];
+        std::string nodes = grp.nodes.front();
+        if (grp.nodes.size() > 1) nodes += " .. " + grp.nodes.back();
+        std::printf("  %-4d %-11s %12.1f %12.1f %9.2f  %s (%zu ops)\n", t.group,
+                    fusion::to_string(grp.kind), t.measured_s * 1e6, t.predicted_s * 1e6,
+                    t.predicted_s > 0 ? t.measured_s / t.predicted_s : 0.0, nodes.c_str(),
+                    grp.nodes.size());
+      }
     }
     if (!out_dir.empty()) fs::create_directories(out_dir);
     int bad = 0;
