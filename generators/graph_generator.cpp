@@ -8,8 +8,11 @@
 //                    plan_out  where to write the plan JSON (the decision log)
 //                    plan      a user's plan JSON to build instead of the planner's
 //
-// The C ABI of the generated function: every graph input, then every param (weights), in
-// declaration order, then every graph output, each a halide_buffer_t in row-major order
+//                    embed_weights  params as constant data inside the library (opfuse
+//                              compile's default): the function takes inputs and outputs only
+//
+// The C ABI of the generated function: every graph input, then every param (weights; none
+// with embed_weights), in declaration order, then every graph output, each a halide_buffer_t in row-major order
 // (Halide dimension 0 is the tensor's last axis); names are the tensor names made C-safe.
 #include <fstream>
 #include <thread>
@@ -17,7 +20,9 @@
 #include "Halide.h"
 #include "fusion/frontend/load_model.h"
 #include "fusion/graph/json_io.h"
+#include "fusion/graph/host_tensor.h"
 #include "fusion/ops/lower.h"
+#include "fusion/ops/realize.h"
 #include "fusion/planner/planner.h"
 #include "schedules/emitter.h"
 
@@ -35,6 +40,9 @@ class GraphGenerator : public Generator<GraphGenerator> {
   // A plan JSON whose groups replace the planner's (strategy fused): opfuse checks them and
   // schedules them as given.
   GeneratorParam<std::string> plan_in{"plan", ""};
+  // Weights inside the library: every param becomes constant data of the object file, and
+  // the generated function takes the graph's inputs and outputs only.
+  GeneratorParam<bool> embed_weights{"embed_weights", false};
 
   void configure() {
     const std::string path = graph_file;
@@ -55,6 +63,7 @@ class GraphGenerator : public Generator<GraphGenerator> {
     for (const auto& name : graph_.tensor_names()) {
       const graph::Tensor& t = graph_.tensor(name);
       if (t.kind == graph::TensorKind::intermediate) continue;
+      if (t.kind == graph::TensorKind::param && embed_weights) continue;
       const Type type = ops::halide_type(t.dtype);
       inputs_.push_back({name, add_input<Buffer<>>(declare(name), type, int(t.shape.size()))});
     }
@@ -69,6 +78,17 @@ class GraphGenerator : public Generator<GraphGenerator> {
     // --- Algorithm -------------------------------------------------------------------
     std::map<std::string, Func> sources;
     for (auto& [name, in] : inputs_) sources[name] = Func(*in);
+    if (embed_weights) {
+      for (const auto& name : graph_.params()) {
+        const graph::Tensor& t = graph_.tensor(name);
+        Buffer<> b = ops::tensor_buffer(t, graph::param_values(t));
+        constants_.push_back(b);
+        Func c(ops::halide_safe_name(name) + "_const");
+        const std::vector<Var> v = ops::halide_args(ops::make_vars(t.shape.size()));
+        c(v) = b(std::vector<Expr>(v.begin(), v.end()));
+        sources[name] = c;
+      }
+    }
     lowered_ = ops::lower(graph_, sources);
     schedules::Pipeline pipe{&graph_, &lowered_, {}};
     for (size_t i = 0; i < outputs_.size(); ++i) {
@@ -143,6 +163,7 @@ class GraphGenerator : public Generator<GraphGenerator> {
   std::vector<std::string> rewrites_;  // canonicalisation of an ONNX model, for the plan log
   ops::LoweredGraph lowered_;
   std::vector<std::pair<std::string, Input<Buffer<>>*>> inputs_;
+  std::vector<Buffer<>> constants_;  // embedded weights
   std::vector<Output<Buffer<>>*> outputs_;
 };
 

@@ -173,16 +173,17 @@ int compile_command(const CompileCommand& c, const std::string& generator) {
                     " plan_out=" + quote(c.out_dir + "/" + name + ".plan.json");
   if (!c.profile.empty()) cmd += " profile=" + quote(c.profile);
   if (!c.plan.empty()) cmd += " plan=" + quote(fs::absolute(c.plan).string());
+  if (!c.weights_as_args) cmd += " embed_weights=true";
   for (const auto& r : rewrites) std::printf("%s\n", r.c_str());
   std::printf("compiling %s for %s (%s)...\n", c.model.c_str(), target.c_str(), c.strategy.c_str());
   if (std::system(cmd.c_str()) != 0) {
     throw std::runtime_error("the generator failed on " + c.model + " (command: " + cmd + ")");
   }
-  std::printf(
-      "wrote %s/%s.a, %s.h (C ABI: inputs, then params, then outputs, as "
-      "halide_buffer_t*), %s.plan.json%s\n",
-      c.out_dir.c_str(), name.c_str(), name.c_str(), name.c_str(),
-      cuda ? (", " + name + ".device_code (the PTX)").c_str() : "");
+  std::printf("wrote %s/%s.a, %s.h (C ABI: %s, as halide_buffer_t*), %s.plan.json%s\n",
+              c.out_dir.c_str(), name.c_str(), name.c_str(),
+              c.weights_as_args ? "inputs, then params, then outputs"
+                                : "inputs, then outputs; the weights are inside the library",
+              name.c_str(), cuda ? (", " + name + ".device_code (the PTX)").c_str() : "");
   return 0;
 }
 

@@ -40,6 +40,7 @@ struct CompileCommand {
   std::string strategy = "fused";
   std::string profile;
   std::string plan;
+  bool weights_as_args = false;  // the old ABI: every weight a buffer argument
 };
 
 // `opfuse compile MODEL --target T --out DIR`: runs the graph generator (`generator`, the

@@ -119,6 +119,9 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"fused", "unfused"}));
   compile_cmd->add_option("--profile", compile.profile, "hardware profile for the planner");
   compile_cmd->add_option("--plan", compile.plan, "a plan JSON to build instead of the planner's");
+  compile_cmd->add_flag("--weights-as-args", compile.weights_as_args,
+                        "every weight a buffer argument of the function (default: the weights "
+                        "are constant data inside the library)");
   compile_cmd->footer(
       "`opfuse run MODEL [--input NAME=FILE] [--check] [--reps N]` runs the fused plan through "
       "the JIT for a quick check.");

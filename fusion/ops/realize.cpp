@@ -12,8 +12,9 @@ std::vector<int> halide_extents(const graph::Shape& s) {
   return std::vector<int>(s.rbegin(), s.rend());
 }
 
-// A Halide buffer holding `t` in the tensor's storage dtype.
-Buffer<> to_buffer(const graph::Tensor& info, const graph::HostTensor& t) {
+}  // namespace
+
+Buffer<> tensor_buffer(const graph::Tensor& info, const graph::HostTensor& t) {
   if (t.shape != info.shape) {
     throw graph::GraphError("input '" + info.name + "' has shape " +
                             graph::shape_to_string(t.shape) + ", the graph expects " +
@@ -37,6 +38,8 @@ Buffer<> to_buffer(const graph::Tensor& info, const graph::HostTensor& t) {
   std::copy(t.data.begin(), t.data.end(), b.data());
   return b;
 }
+
+namespace {
 
 graph::HostTensor from_buffer(const graph::Shape& shape, const Buffer<>& b) {
   graph::HostTensor t(shape);
@@ -68,7 +71,7 @@ std::map<std::string, Func> buffer_sources(const graph::Graph& g, const graph::T
       auto it = params.find(name);
       value = it != params.end() ? it->second : graph::param_values(t);
     }
-    Buffer<> b = to_buffer(t, value);
+    Buffer<> b = tensor_buffer(t, value);
     buffers.push_back(b);
     Func f(halide_safe_name(name) + "_src");
     const std::vector<Var> args = halide_args(make_vars(t.shape.size()));

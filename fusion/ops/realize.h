@@ -21,6 +21,10 @@ std::map<std::string, Halide::Func> buffer_sources(const graph::Graph& g,
                                                    const graph::TensorMap& params,
                                                    std::vector<Halide::Buffer<>>& buffers);
 
+// A Halide buffer holding `value` in tensor `t`'s storage dtype (f16 as float16, integers as
+// int64/int32); GraphError when the shapes differ.
+Halide::Buffer<> tensor_buffer(const graph::Tensor& t, const graph::HostTensor& value);
+
 // Returns the graph outputs, by name. f16 inputs and outputs are stored as Halide float16.
 graph::TensorMap realize_root(const graph::Graph& g, const graph::TensorMap& inputs,
                               const graph::TensorMap& params = {});
