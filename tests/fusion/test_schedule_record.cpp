@@ -7,10 +7,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "fusion/graph/builder.h"
 #include "fusion/graph/zoo.h"
 #include "fusion/planner/planner.h"
 #include "schedules/group_schedule.h"
+#include "tests/reshaped_anchor.h"
 
 using namespace opfuse::fusion;
 using namespace opfuse::schedules;
@@ -338,19 +338,9 @@ TEST_CASE("records: a plan JSON written with its records reads back to the same 
 
 namespace {
 
-// x [1, 64, 32] -> reshape [64, 32] -> linear [64, 48] -> reshape [1, 64, 48] -> relu
-// (transformers' Conv1D), or -> linear [1, 64, 48] -> reshape [1, 64, 3, 16] -> transpose
-// (a head split), each as one group.
+// tests/reshaped_anchor.h's graphs, each as one group.
 Planned one_group(bool head_split) {
-  GraphBuilder b(head_split ? "head_split" : "conv1d");
-  auto x = b.input("x", {1, 64, 32});
-  auto w = b.param("w", {32, 48});
-  if (head_split) {
-    b.output(b.transpose(b.reshape(b.linear(x, w), {1, 64, 3, 16}), {0, 2, 1, 3}));
-  } else {
-    b.output(b.relu(b.reshape(b.linear(b.reshape(x, {64, 32}), w), {1, 64, 48})));
-  }
-  Planned p{b.build(), {}};
+  Planned p{opfuse::testing::reshaped_anchor_graph(head_split), {}};
   std::vector<UserGroup> one(1);
   for (size_t i : p.g.topo_order()) one[0].nodes.push_back(p.g.nodes()[i].name);
   p.plan = plan_from_user_groups(p.g, RooflineCostModel(avx512_profile()), one);

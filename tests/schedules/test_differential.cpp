@@ -21,6 +21,7 @@
 #include "fusion/reference/executor.h"
 #include "schedules/emitter.h"
 #include "schedules/jit.h"
+#include "tests/reshaped_anchor.h"
 
 using namespace opfuse;
 
@@ -239,15 +240,7 @@ TEST_CASE("anchors under reshapes: blocked in the root's tiles, or computed once
   // reshape -> transpose), each fused into one group, against the reference.
   for (bool head_split : {false, true}) {
     CAPTURE(head_split);
-    graph::GraphBuilder b("reshaped");
-    auto x = b.input("x", {1, 64, 32});
-    auto w = b.param("w", {32, 48});
-    if (head_split) {
-      b.output(b.transpose(b.reshape(b.linear(x, w), {1, 64, 3, 16}), {0, 2, 1, 3}));
-    } else {
-      b.output(b.relu(b.reshape(b.linear(b.reshape(x, {64, 32}), w), {1, 64, 48})));
-    }
-    const graph::Graph g = b.build();
+    const graph::Graph g = testing::reshaped_anchor_graph(head_split);
     std::vector<fusion::UserGroup> one(1);
     for (size_t i : g.topo_order()) one[0].nodes.push_back(g.nodes()[i].name);
     check_user_groups(g, one, 11);

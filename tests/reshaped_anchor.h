@@ -1,0 +1,23 @@
+// A linear under reshapes, as transformers export it: x [1, 64, 32] -> reshape [64, 32] ->
+// linear [64, 48] -> reshape [1, 64, 48] -> relu (Conv1D: the reshapes keep the last two
+// axes), or x -> linear [1, 64, 48] -> reshape [1, 64, 3, 16] -> transpose (a head split).
+// Shared by the record-stage test (no Halide) and the differential test.
+#pragma once
+
+#include "fusion/graph/builder.h"
+
+namespace opfuse::testing {
+
+inline graph::Graph reshaped_anchor_graph(bool head_split) {
+  graph::GraphBuilder b(head_split ? "head_split" : "conv1d");
+  auto x = b.input("x", {1, 64, 32});
+  auto w = b.param("w", {32, 48});
+  if (head_split) {
+    b.output(b.transpose(b.reshape(b.linear(x, w), {1, 64, 3, 16}), {0, 2, 1, 3}));
+  } else {
+    b.output(b.relu(b.reshape(b.linear(b.reshape(x, {64, 32}), w), {1, 64, 48})));
+  }
+  return b.build();
+}
+
+}  // namespace opfuse::testing
