@@ -66,7 +66,7 @@ graph::HostTensor read_npy(const std::string& path) {
       std::memcpy(&w, &raw[i * 4], 4);
       v = w;
     }
-    if (v > (int64_t(1) << 24) || v < -(int64_t(1) << 24)) {
+    if (v > graph::kMaxExactInteger || v < -graph::kMaxExactInteger) {
       throw std::runtime_error(path + ": value " + std::to_string(v) + " at " + std::to_string(i) +
                                " is beyond the +-2^24 opfuse holds exactly");
     }

@@ -46,13 +46,11 @@ def ort_time(path, feeds, reps):
     return statistics.median(times), dict(zip(names, outs))
 
 
-def integer_bound(opfuse, path, name):
-    """The values an integer input may take, from `opfuse check` (the tables it indexes)."""
+def integer_bounds(opfuse, path):
+    """The values each integer input may take, from `opfuse check` (the tables it indexes)."""
     log = subprocess.run([opfuse, "check", path], capture_output=True, text=True, check=True).stdout
-    m = re.search(rf"input {re.escape(name)} .* values in \[0, (\d+)\)", log)
-    if not m:
-        raise SystemExit(f"{path}: opfuse check gives no range for integer input {name}")
-    return int(m.group(1))
+    return {m.group(1): int(m.group(2))
+            for m in re.finditer(r"input (\S+) .* values in \[0, (\d+)\)", log)}
 
 
 def opfuse_time(opfuse, path, feeds, reps, work, check=False, plan=None):
@@ -100,14 +98,16 @@ def main():
           + (f" {'unfused ms':>10} {'unf/fused':>9}" if a.unfused else ""))
     for path in a.models:
         probe = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
-        feeds = {}
+        feeds, bounds = {}, None
         for i in probe.get_inputs():
             if i.type == "tensor(float)":
                 feeds[i.name] = rng.uniform(-1, 1, size=i.shape).astype(np.float32)
             else:  # token ids, masks: integers where opfuse says they index ([0, n))
                 dtype = {"tensor(int64)": np.int64, "tensor(int32)": np.int32}[i.type]
-                feeds[i.name] = rng.integers(0, integer_bound(a.opfuse, path, i.name),
-                                             size=i.shape).astype(dtype)
+                bounds = bounds if bounds is not None else integer_bounds(a.opfuse, path)
+                if i.name not in bounds:
+                    raise SystemExit(f"{path}: opfuse check gives no range for integer input {i.name}")
+                feeds[i.name] = rng.integers(0, bounds[i.name], size=i.shape).astype(dtype)
         t_ort, want = ort_time(path, feeds, a.reps)
         with tempfile.TemporaryDirectory() as work:
             t_opf, (kernels, ops), rewrites = opfuse_time(a.opfuse, path, feeds, a.reps, work,

@@ -24,6 +24,8 @@ namespace opfuse::graph {
 // or convert (cast); they are held on the host as exact f32 values (|v| <= 2^24).
 enum class DType { f32, f16, i64, i32 };
 inline bool is_integer(DType d) { return d == DType::i64 || d == DType::i32; }
+// The largest magnitude an integer held as f32 keeps exactly.
+constexpr int64_t kMaxExactInteger = int64_t(1) << 24;
 enum class Layout { none, NCHW, NHWC };
 enum class TensorKind { input, param, intermediate };
 

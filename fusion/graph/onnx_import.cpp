@@ -599,7 +599,7 @@ class Importer {
       p.dtype = DType::i64;
       p.shape = int_shapes_.at(t);
       for (int64_t v : int_constants_.at(t)) {
-        if (v < -(int64_t(1) << 24) || v > (int64_t(1) << 24)) {
+        if (v < -kMaxExactInteger || v > kMaxExactInteger) {
           throw GraphError(source_ + ": constant indices '" + t + "' hold " + std::to_string(v) +
                            ", beyond the +-2^24 opfuse holds exactly");
         }

@@ -144,6 +144,15 @@ class NetWriter {
     OnnxModel::i(om_.node("Gather", n, {x, n + "_index"}, n + "_out"), "axis", axis);
     return n + "_out";
   }
+  std::string softmax(const std::string& x) {  // over the last axis
+    const std::string n = fresh("softmax");
+    OnnxModel::i(om_.node("Softmax", n, {x}, n + "_out"), "axis", -1);
+    return n + "_out";
+  }
+  // [1, S, heads * hd] -> [1, heads, S, hd]: the attention heads of a projection.
+  std::string heads(const std::string& x, int64_t seq, int64_t heads, int64_t hd) {
+    return transpose(reshape(x, {1, seq, heads, hd}), {0, 2, 1, 3});
+  }
   std::string scale(const std::string& x, float k) {
     const std::string n = fresh("scale");
     om_.scalar(n + "_k", k);
@@ -433,9 +442,7 @@ void vit_tiny(NetWriter& w, int64_t image) {
     const std::string q = w.gather(qkv, 0, 0), k = w.gather(qkv, 0, 1), v = w.gather(qkv, 0, 2);
     std::string att = w.binary("MatMul", w.scale(q, 1.0f / std::sqrt(float(hd))),
                                w.transpose(k, {0, 1, 3, 2}));
-    const std::string sm = w.fresh("softmax");
-    OnnxModel::i(w.model().node("Softmax", sm, {att}, sm + "_out"), "axis", -1);
-    h = w.binary("MatMul", sm + "_out", v);
+    h = w.binary("MatMul", w.softmax(att), v);
     h = w.reshape(w.transpose(h, {0, 2, 1, 3}), {1, tokens, d});
     x = w.add(x, w.linear(h, d, d));
     // MLP.
@@ -475,18 +482,14 @@ void bert_encoder(NetWriter& w, int64_t seq) {
   w.model().scalar("mask_one", 1.0f);
   const std::string mask = w.scale(w.binary("Sub", "mask_one", mc + "_out"), -3.4028234663852886e38f);
   for (int64_t l = 0; l < layers; ++l) {
-    auto heads_of = [&](const std::string& t) {
-      return w.transpose(w.reshape(t, {1, seq, heads, hd}), {0, 2, 1, 3});
-    };
-    const std::string q = heads_of(w.linear(x, d, d)), k = heads_of(w.linear(x, d, d)),
-                      v = heads_of(w.linear(x, d, d));
+    const std::string q = w.heads(w.linear(x, d, d), seq, heads, hd),
+                      k = w.heads(w.linear(x, d, d), seq, heads, hd),
+                      v = w.heads(w.linear(x, d, d), seq, heads, hd);
     std::string s = w.binary("MatMul", q, w.transpose(k, {0, 1, 3, 2}));
     const std::string sq = w.fresh("sqrt_hd");
     w.model().scalar(sq, 8.0f);
     s = w.add(w.binary("Div", s, sq), mask);
-    const std::string sm = w.fresh("softmax");
-    OnnxModel::i(w.model().node("Softmax", sm, {s}, sm + "_out"), "axis", -1);
-    std::string h = w.reshape(w.transpose(w.binary("MatMul", sm + "_out", v), {0, 2, 1, 3}),
+    std::string h = w.reshape(w.transpose(w.binary("MatMul", w.softmax(s), v), {0, 2, 1, 3}),
                               {1, seq, d});
     x = w.layer_norm(w.add(w.linear(h, d, d), x), d, 1e-12f);
     h = w.linear(w.gelu(w.linear(x, d, ffn)), ffn, d);
@@ -510,10 +513,8 @@ void gpt2_block(NetWriter& w, int64_t seq) {
   std::string h = w.layer_norm(x, d, 1e-5f);
   std::string qkv[3];
   w.split3(w.conv1d(h, seq, d, 3 * d), 2, d, qkv);
-  auto heads_of = [&](const std::string& t) {
-    return w.transpose(w.reshape(t, {1, seq, heads, hd}), {0, 2, 1, 3});
-  };
-  std::string s = w.binary("MatMul", heads_of(qkv[0]), w.transpose(heads_of(qkv[1]), {0, 1, 3, 2}));
+  std::string s = w.binary("MatMul", w.heads(qkv[0], seq, heads, hd),
+                           w.transpose(w.heads(qkv[1], seq, heads, hd), {0, 1, 3, 2}));
   s = w.scale(s, 1.0f / std::sqrt(float(hd)));
   // The causal mask: bool [1, 1, S, S], lower triangular.
   auto* cm = w.model().m.mutable_graph()->add_initializer();
@@ -526,9 +527,8 @@ void gpt2_block(NetWriter& w, int64_t seq) {
   w.model().scalar("mask_value", -3.4028234663852886e38f);
   const std::string wh = w.fresh("where");
   w.model().node("Where", wh, {"causal_mask", s, "mask_value"}, wh + "_out");
-  const std::string sm = w.fresh("softmax");
-  OnnxModel::i(w.model().node("Softmax", sm, {wh + "_out"}, sm + "_out"), "axis", -1);
-  h = w.reshape(w.transpose(w.binary("MatMul", sm + "_out", heads_of(qkv[2])), {0, 2, 1, 3}),
+  h = w.reshape(w.transpose(w.binary("MatMul", w.softmax(wh + "_out"), w.heads(qkv[2], seq, heads, hd)),
+                            {0, 2, 1, 3}),
                 {1, seq, d});
   x = w.add(w.conv1d(h, seq, d, d), x);
   h = w.conv1d(w.gelu_tanh(w.conv1d(w.layer_norm(x, d, 1e-5f), seq, d, 4 * d)), seq, 4 * d, d);
