@@ -38,6 +38,11 @@ void install_error_handler() {
   std::call_once(once, [] { halide_set_error_handler(opfuse_halide_error); });
 }
 
+void install_error_handler_into(void* set_error_handler) {
+  using Set = halide_error_handler_t (*)(halide_error_handler_t);
+  reinterpret_cast<Set>(set_error_handler)(opfuse_halide_error);
+}
+
 void check(int code, std::string_view kernel) {
   install_error_handler();
   if (code == 0) return;

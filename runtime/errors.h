@@ -26,6 +26,9 @@ class KernelError : public std::runtime_error {
 
 // Installs opfuse's Halide error handler. Idempotent and thread-safe; check() calls it.
 void install_error_handler();
+// The same handler for another Halide runtime (a shared object's own): `set_error_handler` is
+// that runtime's halide_set_error_handler.
+void install_error_handler_into(void* set_error_handler);
 
 // Throws KernelError if `code` is non-zero, with the message Halide gave on this thread.
 // Call install_error_handler() (or any check()) before the first kernel call so that the

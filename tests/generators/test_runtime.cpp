@@ -62,7 +62,7 @@ TEST_CASE("bad calls fail cleanly, naming the argument and what was expected") {
     outs[0].dtype = runtime::DType::f16;
     CHECK(error_of([&] {
             k.run(c.ins, outs);
-          }).find("output 'max_pool_0_out' must be f32, got f16") != std::string::npos);
+          }).find("output 'max_pool_0' must be f32, got f16") != std::string::npos);
   }
   SUBCASE("null data") {
     auto ins = c.ins;
