@@ -9,7 +9,13 @@
 //                    plan      a user's plan JSON to build instead of the planner's
 //
 //                    embed_weights  params as constant data inside the library (opfuse
-//                              compile's default): the function takes inputs and outputs only
+//                              compile's default for models up to its --embed-limit): the
+//                              function takes inputs and outputs only
+//                    weights_out  DIR/NAME: params in a weights file, DIR/NAME.weights, with
+//                              DIR/NAME_entry.cpp, the entry point NAME taking inputs and
+//                              outputs only, and its header DIR/NAME.h; the generated function
+//                              (named NAME_impl by the caller) takes the params as arguments
+//                              (generators/weights_entry.h)
 //
 // The C ABI of the generated function: every graph input, then every param (weights; none
 // with embed_weights), in declaration order, then every graph output, each a halide_buffer_t in row-major order
@@ -24,6 +30,7 @@
 #include "fusion/ops/lower.h"
 #include "fusion/ops/realize.h"
 #include "fusion/planner/planner.h"
+#include "generators/weights_entry.h"
 #include "schedules/emitter.h"
 
 namespace {
@@ -43,6 +50,8 @@ class GraphGenerator : public Generator<GraphGenerator> {
   // Weights inside the library: every param becomes constant data of the object file, and
   // the generated function takes the graph's inputs and outputs only.
   GeneratorParam<bool> embed_weights{"embed_weights", false};
+  // Weights in a file beside the library, loaded and checked by its entry point.
+  GeneratorParam<std::string> weights_out{"weights_out", ""};
 
   void configure() {
     const std::string path = graph_file;
@@ -53,6 +62,8 @@ class GraphGenerator : public Generator<GraphGenerator> {
     } catch (const std::exception& e) {
       _halide_user_error << "opfuse graph generator: " << e.what() << "\n";
     }
+    _halide_user_assert(!(embed_weights && !std::string(weights_out).empty()))
+        << "opfuse graph generator: embed_weights and weights_out exclude each other";
     std::set<std::string> names;
     auto declare = [&](const std::string& tensor) {
       const std::string name = ops::halide_safe_name(tensor);
@@ -65,12 +76,19 @@ class GraphGenerator : public Generator<GraphGenerator> {
       if (t.kind == graph::TensorKind::intermediate) continue;
       if (t.kind == graph::TensorKind::param && embed_weights) continue;
       const Type type = ops::halide_type(t.dtype);
-      inputs_.push_back({name, add_input<Buffer<>>(declare(name), type, int(t.shape.size()))});
+      const std::string c_name = declare(name);
+      inputs_.push_back({name, add_input<Buffer<>>(c_name, type, int(t.shape.size()))});
+      args_.push_back({name, c_name,
+                       t.kind == graph::TensorKind::param ? generators::PipelineArg::weight
+                                                          : generators::PipelineArg::input,
+                       type});
     }
     for (const auto& name : graph_.outputs()) {
       const graph::Tensor& t = graph_.tensor(name);
       const Type type = ops::halide_type(t.dtype);
-      outputs_.push_back(add_output<Buffer<>>(declare(name + "_out"), type, int(t.shape.size())));
+      const std::string c_name = declare(name + "_out");
+      outputs_.push_back(add_output<Buffer<>>(c_name, type, int(t.shape.size())));
+      args_.push_back({name, c_name, generators::PipelineArg::output, type});
     }
   }
 
@@ -97,6 +115,16 @@ class GraphGenerator : public Generator<GraphGenerator> {
       Expr e = lowered_.outputs[i](std::vector<Expr>(v.begin(), v.end()));
       (*outputs_[i])(v) = t.dtype == graph::DType::f16 ? cast(Float(16), e) : e;
       pipe.outputs.push_back(Func(*outputs_[i]));
+    }
+
+    const std::string weights_prefix = weights_out;
+    if (!weights_prefix.empty()) {
+      try {
+        generators::write_weights_entry(weights_prefix, graph_, args_,
+                                        get_target().has_gpu_feature());
+      } catch (const std::exception& e) {
+        _halide_user_error << "opfuse graph generator: " << e.what() << "\n";
+      }
     }
 
     // --- Estimates -------------------------------------------------------------------
@@ -165,6 +193,7 @@ class GraphGenerator : public Generator<GraphGenerator> {
   std::vector<std::pair<std::string, Input<Buffer<>>*>> inputs_;
   std::vector<Buffer<>> constants_;  // embedded weights
   std::vector<Output<Buffer<>>*> outputs_;
+  std::vector<generators::PipelineArg> args_;  // the generated function's, in order
 };
 
 }  // namespace

@@ -134,10 +134,33 @@ int plan_command(const PlanCommand& c) {
   return 0;
 }
 
+namespace {
+
+std::string shell_quote(const std::string& s) {
+  std::string q = "'";
+  for (char ch : s) q += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
+  return q + "'";
+}
+
+void run_or_throw(const std::string& cmd, const std::string& what) {
+  if (std::system(cmd.c_str()) != 0) {
+    throw std::runtime_error(what + " failed (command: " + cmd + ")");
+  }
+}
+
+// The C++ compiler for the weights file's entry point and for --shared: $CXX, else the one
+// opfuse was built with.
+std::string cxx() {
+  const char* env = std::getenv("CXX");
+  return env && *env ? env : OPFUSE_CXX;
+}
+
+}  // namespace
+
 int compile_command(const CompileCommand& c, const std::string& generator) {
   // Load first: a model the frontend refuses is reported here, not inside the generator.
   std::vector<std::string> rewrites;
-  fusion::load_model(c.model, &rewrites);
+  const graph::Graph g = fusion::load_model(c.model, &rewrites);
   std::string name = c.name;
   if (name.empty()) {
     name = fs::path(c.model).stem().string();
@@ -159,31 +182,70 @@ int compile_command(const CompileCommand& c, const std::string& generator) {
   }
   const std::string target = t->second;
   const bool cuda = c.target == "host-cuda";
+  double weight_bytes = 0;
+  for (const auto& p : g.params()) {
+    const graph::Tensor& pt = g.tensor(p);
+    weight_bytes += double(graph::num_elements(pt.shape)) * graph::dtype_bytes(pt.dtype);
+  }
+  // Where "auto" draws the line, measured on 2 Zen 4 cores: embedding ResNet-18's 46 MB of
+  // weights took the generator 15 s and 339 MB of memory (9.9 s, 166 MB as arguments), GPT-2's
+  // 186 MB took 11.6 s and 2.0 GB (2.3 s, 0.4 GB): LLVM holds each constant several times, about
+  // 10x its size, and x86-64's small code model caps an object's data at 2 GiB. Beyond
+  // 128 MiB a weights file costs nothing at compile time and one mapping at load.
+  std::string weights = c.weights;
+  if (weights == "auto") weights = weight_bytes <= c.embed_limit_mib * 1048576.0 ? "embed" : "file";
+  const bool file = weights == "file";
   fs::create_directories(c.out_dir);
-  auto quote = [](const std::string& s) {
-    std::string q = "'";
-    for (char ch : s) q += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
-    return q + "'";
-  };
-  std::string cmd = quote(generator) + " -g opfuse_graph -o " + quote(c.out_dir) + " -f " +
-                    quote(name) + " -n " + quote(name) +
+  const std::string dir = c.out_dir + "/";
+  // With a weights file the generated function is NAME_impl; NAME is the entry point that
+  // loads the weights and calls it.
+  const std::string fn = file ? name + "_impl" : name;
+  std::string cmd = shell_quote(generator) + " -g opfuse_graph -o " + shell_quote(c.out_dir) +
+                    " -f " + shell_quote(fn) + " -n " + shell_quote(fn) +
                     " -e static_library,h,stmt" + (cuda ? ",device_code" : "") +
                     " target=" + target +
-                    " graph=" + quote(fs::absolute(c.model).string()) + " strategy=" + c.strategy +
-                    " plan_out=" + quote(c.out_dir + "/" + name + ".plan.json");
-  if (!c.profile.empty()) cmd += " profile=" + quote(c.profile);
-  if (!c.plan.empty()) cmd += " plan=" + quote(fs::absolute(c.plan).string());
-  if (!c.weights_as_args) cmd += " embed_weights=true";
+                    " graph=" + shell_quote(fs::absolute(c.model).string()) +
+                    " strategy=" + c.strategy +
+                    " plan_out=" + shell_quote(dir + name + ".plan.json");
+  if (!c.profile.empty()) cmd += " profile=" + shell_quote(c.profile);
+  if (!c.plan.empty()) cmd += " plan=" + shell_quote(fs::absolute(c.plan).string());
+  if (weights == "embed") cmd += " embed_weights=true";
+  if (file) cmd += " weights_out=" + shell_quote(fs::absolute(dir + name).string());
   for (const auto& r : rewrites) std::printf("%s\n", r.c_str());
-  std::printf("compiling %s for %s (%s)...\n", c.model.c_str(), target.c_str(), c.strategy.c_str());
-  if (std::system(cmd.c_str()) != 0) {
-    throw std::runtime_error("the generator failed on " + c.model + " (command: " + cmd + ")");
+  std::printf("compiling %s for %s (%s, %.1f MiB of weights: %s)...\n", c.model.c_str(),
+              target.c_str(), c.strategy.c_str(), weight_bytes / 1048576.0,
+              weights == "embed" ? "inside the library"
+                                 : file ? "in a weights file" : "as arguments");
+  run_or_throw(cmd, "the generator on " + c.model);
+  if (file) {
+    // The entry point joins the generated code in one archive; the rest is renamed to NAME.
+    const std::string entry = dir + name + "_entry";
+    run_or_throw(shell_quote(cxx()) + " -O2 -fPIC -std=c++17 -I" + shell_quote(OPFUSE_HALIDE_INCLUDE) +
+                     " -c " + shell_quote(entry + ".cpp") +
+                     " -o " + shell_quote(entry + ".o"),
+                 "compiling the entry point " + entry + ".cpp");
+    fs::rename(dir + fn + ".a", dir + name + ".a");
+    run_or_throw("ar rcs " + shell_quote(dir + name + ".a") + " " + shell_quote(entry + ".o"),
+                 "adding the entry point to " + dir + name + ".a");
+    fs::rename(dir + fn + ".stmt", dir + name + ".stmt");
+    if (cuda) fs::rename(dir + fn + ".device_code", dir + name + ".device_code");
+    for (const std::string& f : {entry + ".o", entry + ".cpp", dir + fn + ".h"}) fs::remove(f);
   }
-  std::printf("wrote %s/%s.a, %s.h (C ABI: %s, as halide_buffer_t*), %s.plan.json%s\n",
-              c.out_dir.c_str(), name.c_str(), name.c_str(),
-              c.weights_as_args ? "inputs, then params, then outputs"
-                                : "inputs, then outputs; the weights are inside the library",
-              name.c_str(), cuda ? (", " + name + ".device_code (the PTX)").c_str() : "");
+  if (c.shared) {
+    // -Bsymbolic: the library's calls bind to its own Halide runtime, never to one a host
+    // program exports.
+    run_or_throw(shell_quote(cxx()) + " -shared -o " + shell_quote(dir + name + ".so") +
+                     " -Wl,--whole-archive " + shell_quote(dir + name + ".a") +
+                     " -Wl,--no-whole-archive -Wl,-Bsymbolic -lpthread -ldl",
+                 "linking " + dir + name + ".so");
+  }
+  std::printf("wrote %s%s.a%s, %s.h (C ABI: %s, as halide_buffer_t*), %s.plan.json%s%s\n",
+              dir.c_str(), name.c_str(), c.shared ? (", " + name + ".so").c_str() : "",
+              name.c_str(),
+              weights == "args" ? "inputs, then params, then outputs"
+                                : "inputs, then outputs",
+              name.c_str(), file ? (", " + name + ".weights (loaded by the library)").c_str() : "",
+              cuda ? (", " + name + ".device_code (the PTX)").c_str() : "");
   return 0;
 }
 

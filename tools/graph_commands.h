@@ -40,11 +40,17 @@ struct CompileCommand {
   std::string strategy = "fused";
   std::string profile;
   std::string plan;
-  bool weights_as_args = false;  // the old ABI: every weight a buffer argument
+  // Where the weights go: "embed" (constant data in the library), "file" (NAME.weights beside
+  // it, loaded and checked by the library), "args" (every weight a buffer argument), or
+  // "auto": embedded up to embed_limit_mib, else a file.
+  std::string weights = "auto";
+  double embed_limit_mib = 128;
+  bool shared = false;  // also NAME.so, for runtime::Model::open
 };
 
 // `opfuse compile MODEL --target T --out DIR`: runs the graph generator (`generator`, the
-// same the CMake function runs) to write DIR/<name>.a, DIR/<name>.h and DIR/<name>.plan.json.
+// same the CMake function runs) to write DIR/<name>.a, DIR/<name>.h and DIR/<name>.plan.json
+// (and DIR/<name>.weights, DIR/<name>.so as asked).
 int compile_command(const CompileCommand& c, const std::string& generator);
 
 // `opfuse calibrate --out FILE`: measures this machine and writes its profile.

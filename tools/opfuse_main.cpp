@@ -119,9 +119,15 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"fused", "unfused"}));
   compile_cmd->add_option("--profile", compile.profile, "hardware profile for the planner");
   compile_cmd->add_option("--plan", compile.plan, "a plan JSON to build instead of the planner's");
-  compile_cmd->add_flag("--weights-as-args", compile.weights_as_args,
-                        "every weight a buffer argument of the function (default: the weights "
-                        "are constant data inside the library)");
+  compile_cmd->add_option("--weights", compile.weights,
+                          "embed: constant data inside the library; file: NAME.weights beside "
+                          "it, loaded and checked by the library; args: every weight a buffer "
+                          "argument; auto (default): embed up to --embed-limit, else file")
+      ->check(CLI::IsMember({"auto", "embed", "file", "args"}));
+  compile_cmd->add_option("--embed-limit", compile.embed_limit_mib,
+                          "MiB of weights up to which auto embeds them (default 128)");
+  compile_cmd->add_flag("--shared", compile.shared,
+                        "also link NAME.so, for opfuse::runtime::Model::open");
   compile_cmd->footer(
       "`opfuse run MODEL [--input NAME=FILE] [--check] [--reps N]` runs the fused plan through "
       "the JIT for a quick check.");

@@ -1,0 +1,333 @@
+#include "generators/weights_entry.h"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "fusion/graph/host_tensor.h"
+#include "fusion/ops/realize.h"
+#include "runtime/weights_file.h"
+#include "weights_file_text.h"
+
+namespace opfuse::generators {
+namespace {
+
+namespace fs = std::filesystem;
+
+// What the model is, for the file's model hash: every tensor (name, kind, dtype, shape) and
+// every node (op, inputs, outputs). With the data's checksum folded in, a file written for
+// another model, or for this one with other weights, is refused.
+uint64_t structure_hash(const graph::Graph& g) {
+  std::ostringstream s;
+  for (const auto& name : g.tensor_names()) {
+    const graph::Tensor& t = g.tensor(name);
+    s << name << ' ' << int(t.kind) << ' ' << int(t.dtype) << ' '
+      << graph::shape_to_string(t.shape) << '\n';
+  }
+  for (const auto& n : g.nodes()) {
+    s << n.op << ' ' << n.name;
+    for (const auto& i : n.inputs) s << ' ' << i;
+    s << " ->";
+    for (const auto& o : n.outputs) s << ' ' << o;
+    s << '\n';
+  }
+  const std::string text = s.str();
+  return weights::checksum(text.data(), text.size());
+}
+
+std::string c_string(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
+void check_stream(const std::ofstream& f, const std::string& path) {
+  if (!f) throw std::runtime_error("cannot write " + path);
+}
+
+}  // namespace
+
+void write_weights_entry(const std::string& prefix, const graph::Graph& g,
+                         const std::vector<PipelineArg>& args, bool gpu) {
+  const std::string name = fs::path(prefix).filename().string();
+  const std::string weights_path = prefix + ".weights";
+
+  // --- The weights file ---------------------------------------------------------------
+  std::vector<Halide::Buffer<>> values;
+  std::vector<weights::Entry> entries;
+  uint64_t offset = sizeof(weights::Header);
+  for (const auto& a : args) {
+    if (a.kind == PipelineArg::weight) offset += sizeof(weights::Entry);
+  }
+  auto align = [](uint64_t v) { return (v + weights::kAlign - 1) / weights::kAlign * weights::kAlign; };
+  offset = align(offset);
+  const uint64_t data_offset = offset;
+  for (const auto& a : args) {
+    if (a.kind != PipelineArg::weight) continue;
+    const graph::Tensor& t = g.tensor(a.tensor);
+    if (a.c_name.size() > weights::kMaxName || t.shape.size() > weights::kMaxRank) {
+      throw std::runtime_error("weight '" + a.tensor + "' has a name longer than " +
+                               std::to_string(weights::kMaxName) + " or more than " +
+                               std::to_string(weights::kMaxRank) + " dimensions");
+    }
+    values.push_back(ops::tensor_buffer(t, graph::param_values(t)));
+    weights::Entry e{};
+    std::snprintf(e.name, sizeof e.name, "%s", a.c_name.c_str());
+    e.dtype = uint8_t(a.type.code());
+    e.bits = uint8_t(a.type.bits());
+    e.rank = uint8_t(t.shape.size());
+    for (size_t d = 0; d < t.shape.size(); ++d) e.dims[d] = t.shape[d];
+    e.offset = offset;
+    e.bytes = values.back().size_in_bytes();
+    offset = align(offset + e.bytes);
+    entries.push_back(e);
+  }
+  // The data section, padding included, in one piece for its checksum.
+  std::vector<unsigned char> data(offset - data_offset, 0);
+  for (size_t i = 0; i < entries.size(); ++i) {
+    std::memcpy(data.data() + (entries[i].offset - data_offset), values[i].data(), entries[i].bytes);
+  }
+  values.clear();
+  weights::Header h{};
+  std::memcpy(h.magic, weights::kMagic, sizeof h.magic);
+  h.version = weights::kVersion;
+  h.count = uint32_t(entries.size());
+  h.data_offset = data_offset;
+  h.data_bytes = data.size();
+  h.checksum = weights::checksum(data.data(), data.size());
+  h.model_hash = weights::checksum(&h.checksum, sizeof h.checksum, structure_hash(g));
+  {
+    // Written aside and renamed over the old file: a process that has the old one mapped
+    // keeps reading it, never a file changing under it.
+    const std::string tmp = weights_path + ".tmp";
+    std::ofstream f(tmp, std::ios::binary);
+    f.write(reinterpret_cast<const char*>(&h), sizeof h);
+    for (const auto& e : entries) f.write(reinterpret_cast<const char*>(&e), sizeof e);
+    const std::vector<char> pad(data_offset - sizeof h - entries.size() * sizeof(weights::Entry), 0);
+    f.write(pad.data(), std::streamsize(pad.size()));
+    f.write(reinterpret_cast<const char*>(data.data()), std::streamsize(data.size()));
+    f.close();
+    check_stream(f, tmp);
+    fs::rename(tmp, weights_path);
+  }
+
+  // --- The entry point ----------------------------------------------------------------
+  std::ostringstream table, plan, params, call;
+  int user = 0, weight = 0, user_count = 0;
+  for (const auto& a : args) user_count += a.kind != PipelineArg::weight;
+  for (const auto& a : args) {
+    if (a.kind == PipelineArg::weight) {
+      const graph::Tensor& t = g.tensor(a.tensor);
+      table << "    {" << c_string(a.c_name) << ", " << int(a.type.code()) << ", "
+            << a.type.bits() << ", " << t.shape.size() << ", {";
+      for (size_t d = 0; d < t.shape.size(); ++d) table << (d ? ", " : "") << t.shape[d];
+      table << "}},\n";
+      plan << weight++ << ", ";
+    } else {
+      plan << -1 - user << ", ";
+      params << (user ? ", " : "") << "struct halide_buffer_t* _" << a.c_name << "_buffer";
+      call << (user ? ", " : "") << "_" << a.c_name << "_buffer";
+      ++user;
+    }
+  }
+  if (weight == 0) table << "    {\"\", 0, 0, 0, {}},\n";  // a model without weights
+  const std::string abs_weights = fs::absolute(weights_path).string();
+  std::string format_text = kWeightsFileHeader;
+  const size_t once = format_text.find("#pragma once");
+  if (once != std::string::npos) format_text.erase(once, std::string("#pragma once").size());
+  std::ostringstream src;
+  src << "// Generated by opfuse's graph generator: the entry point of " << name << ".\n"
+      << "// It maps " << name << ".weights read-only on first use (beside the program or\n"
+      << "// shared object holding this code, else where opfuse wrote it), checks it against\n"
+      << "// this model (runtime/weights_file.h), and calls " << name << "_impl with the weights.\n"
+      << "#include <HalideRuntime.h>\n#include <dlfcn.h>\n#include <fcntl.h>\n"
+      << "#include <sys/mman.h>\n#include <sys/stat.h>\n#include <unistd.h>\n\n"
+      << "#include <atomic>\n#include <cerrno>\n#include <mutex>\n#include <string>\n#include <vector>\n\n"
+      << "// runtime/weights_file.h, the file's format:\n" << format_text << "\n"
+      << "extern \"C\" int " << name << "_impl_argv(void** args);\n"
+      << "extern \"C\" const struct halide_filter_metadata_t* " << name << "_impl_metadata();\n"
+      << "extern \"C\" int " << name << "_argv(void** args);\n\n"
+      << "namespace {\n\n"
+      << "namespace w = opfuse::weights;\n"
+      << "constexpr uint64_t kModelHash = " << h.model_hash << "ull;\n"
+      << "constexpr uint32_t kWeights = " << weight << ";\n"
+      << "constexpr int kUserArgs = " << user_count << ";\n"
+      << "const char* const kWrittenAt = " << c_string(abs_weights) << ";\n"
+      << "const char* const kFileName = " << c_string(name + ".weights") << ";\n"
+      << "const w::Expected kExpected[] = {\n" << table.str() << "};\n"
+      << "// Per argument of " << name << "_impl: a weight's index, or -1 - k for the caller's k-th.\n"
+      << "const int kPlan[] = {" << plan.str() << "};\n"
+      << "constexpr bool kSerialise = " << (gpu ? "true" : "false") << ";\n\n"
+      << R"(struct Loaded {
+  halide_buffer_t bufs[kWeights ? kWeights : 1] = {};
+  halide_dimension_t dims[kWeights ? kWeights : 1][w::kMaxRank] = {};
+};
+std::atomic<Loaded*> loaded{nullptr};
+std::mutex load_mutex, call_mutex;
+// Every file mapped, unmapped when the library is unloaded (dlclose) or the program ends.
+struct Mappings {
+  std::vector<std::pair<void*, uint64_t>> maps;
+  std::vector<Loaded*> loads;
+  ~Mappings() {
+    for (auto& m : maps) munmap(m.first, m.second);
+    for (Loaded* l : loads) delete l;
+  }
+} mappings;
+
+int fail(const std::string& msg) {
+  halide_error(nullptr, (msg + "\n").c_str());
+  return halide_error_code_generic_error;
+}
+
+// Under load_mutex. A file loaded before stays mapped: a call on another thread may read it.
+int load(const std::string& path) {
+  if ()" << name << R"(_impl_metadata()->num_arguments != int(sizeof kPlan / sizeof kPlan[0])) {
+    return fail(")" << name << R"(: the generated function's arguments do not match its entry point");
+  }
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return fail("cannot open weights file " + path + ": " + std::strerror(errno));
+  struct stat st;
+  if (fstat(fd, &st) != 0) {
+    ::close(fd);
+    return fail("cannot stat weights file " + path);
+  }
+  const uint64_t size = uint64_t(st.st_size);
+  void* map = size ? mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0) : nullptr;
+  ::close(fd);
+  if (map == MAP_FAILED) return fail("cannot map weights file " + path + ": " + std::strerror(errno));
+  uint64_t offsets[kWeights ? kWeights : 1];
+  const std::string err = w::validate(static_cast<const unsigned char*>(map), size, path,
+                                      kModelHash, kExpected, kWeights, offsets);
+  if (!err.empty()) {
+    if (map) munmap(map, size);
+    return fail(err);
+  }
+  Loaded* l = new Loaded;
+  for (uint32_t i = 0; i < kWeights; ++i) {
+    const w::Expected& e = kExpected[i];
+    halide_buffer_t& b = l->bufs[i];
+    b.host = static_cast<uint8_t*>(map) + offsets[i];
+    b.flags = halide_buffer_flag_host_dirty;  // a GPU pipeline copies it to the device once
+    b.type = halide_type_t(halide_type_code_t(e.dtype), e.bits);
+    b.dimensions = e.rank;
+    b.dim = l->dims[i];
+    int32_t stride = 1;
+    for (int d = 0; d < e.rank; ++d) {  // Halide's dimension 0 is the last axis
+      l->dims[i][d] = halide_dimension_t{0, int32_t(e.dims[e.rank - 1 - d]), stride, 0};
+      stride *= int32_t(e.dims[e.rank - 1 - d]);
+    }
+  }
+  mappings.maps.emplace_back(map, size);
+  mappings.loads.push_back(l);
+  loaded.store(l, std::memory_order_release);
+  return 0;
+}
+
+std::string beside(std::string file) {
+  const size_t slash = file.rfind('/');
+  if (slash == std::string::npos) return "";
+  const std::string path = file.substr(0, slash) + "/" + kFileName;
+  return access(path.c_str(), F_OK) == 0 ? path : "";
+}
+
+// Beside the shared object holding this code, or beside the program (a static link: dladdr
+// then names the program as it was started, which may be relative), else where opfuse wrote it.
+std::string default_path() {
+  Dl_info info;
+  if (dladdr(reinterpret_cast<void*>(&)" << name << R"(_argv), &info) && info.dli_fname) {
+    const std::string p = beside(info.dli_fname);
+    if (!p.empty()) return p;
+  }
+  char exe[4096];
+  const ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n > 0) {
+    exe[n] = '\0';
+    const std::string p = beside(exe);
+    if (!p.empty()) return p;
+  }
+  return kWrittenAt;
+}
+
+}  // namespace
+
+extern "C" int )" << name << R"(_load_weights(const char* path) {
+  std::lock_guard<std::mutex> lock(load_mutex);
+  if (!path && loaded.load(std::memory_order_acquire)) return 0;  // the default, loaded before
+  return load(path ? path : default_path());
+}
+
+extern "C" int )" << name << R"(_argv(void** args) {
+  Loaded* l = loaded.load(std::memory_order_acquire);
+  if (!l) {
+    std::lock_guard<std::mutex> lock(load_mutex);
+    l = loaded.load(std::memory_order_acquire);
+    if (!l) {
+      if (int rc = load(default_path())) return rc;
+      l = loaded.load(std::memory_order_acquire);
+    }
+  }
+  void* all[sizeof kPlan / sizeof kPlan[0]];
+  for (size_t i = 0; i < sizeof kPlan / sizeof kPlan[0]; ++i) {
+    all[i] = kPlan[i] >= 0 ? static_cast<void*>(&l->bufs[kPlan[i]]) : args[-1 - kPlan[i]];
+  }
+  if (kSerialise) {
+    std::lock_guard<std::mutex> lock(call_mutex);
+    return )" << name << R"(_impl_argv(all);
+  }
+  return )" << name << R"(_impl_argv(all);
+}
+
+extern "C" const struct halide_filter_metadata_t* )" << name << R"(_metadata() {
+  static const halide_filter_metadata_t md = [] {
+    const halide_filter_metadata_t* impl = )" << name << R"(_impl_metadata();
+    static halide_filter_argument_t user[kUserArgs];
+    for (int i = 0; i < impl->num_arguments; ++i) {
+      if (kPlan[i] < 0) user[-1 - kPlan[i]] = impl->arguments[i];
+    }
+    halide_filter_metadata_t m = *impl;
+    m.num_arguments = kUserArgs;
+    m.arguments = user;
+    m.name = ")" << name << R"(";
+    return m;
+  }();
+  return &md;
+}
+
+extern "C" int )" << name << "(" << params.str() << ") {\n"
+      << "  void* args[] = {" << call.str() << "};\n"
+      << "  return " << name << "_argv(args);\n}\n";
+  {
+    const std::string path = prefix + "_entry.cpp";
+    std::ofstream f(path);
+    f << src.str();
+    check_stream(f, path);
+  }
+  std::ostringstream hdr;
+  const std::string guard = "OPFUSE_" + name + "_H";
+  hdr << "// " << name << ": a model compiled by opfuse, its weights in " << name << ".weights.\n"
+      << "// The entry point takes the model's inputs, then its outputs, each a halide_buffer_t\n"
+      << "// (dimension 0 the tensor's last axis). It loads " << name << ".weights on first use\n"
+      << "// from beside the program or shared object, else from where opfuse wrote it\n"
+      << "// (" << abs_weights << "); " << name << "_load_weights loads another copy.\n"
+      << "// Every function returns 0, or a Halide error code with the message given to\n"
+      << "// halide_error (a missing, truncated, corrupted or mismatched weights file included).\n"
+      << "#ifndef " << guard << "\n#define " << guard << "\n\n#include <HalideRuntime.h>\n\n"
+      << "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n"
+      << "int " << name << "(" << params.str() << ");\n"
+      << "int " << name << "_argv(void** args);\n"
+      << "const struct halide_filter_metadata_t* " << name << "_metadata(void);\n"
+      << "// NULL: the default file, if none is loaded yet.\n"
+      << "int " << name << "_load_weights(const char* path);\n\n"
+      << "#ifdef __cplusplus\n}  // extern \"C\"\n#endif\n\n#endif\n";
+  {
+    const std::string path = prefix + ".h";
+    std::ofstream f(path);
+    f << hdr.str();
+    check_stream(f, path);
+  }
+}
+
+}  // namespace opfuse::generators

@@ -1,0 +1,216 @@
+// runtime::Model on libraries from `opfuse compile --shared`: a zoo model with its weights in a
+// file beside the library (on the host and on PoCL) and the same model with them inside,
+// opened by path, run by name
+// and against the reference executor; bad calls, bad libraries and bad weights files (missing,
+// truncated, corrupted, another model's, not a weights file) fail cleanly, never with a crash
+// or a wrong answer; concurrent first calls load the weights once.
+#include <dlfcn.h>
+#include <unistd.h>
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "bench/zoo_model.h"
+#include "fusion/reference/compare.h"
+#include "fusion/reference/executor.h"
+#include "runtime/model.h"
+#include "tests/kernel_check.h"
+
+using namespace opfuse;
+namespace fs = std::filesystem;
+using runtime::Model;
+
+namespace {
+
+const std::string kLibs = OPFUSE_MODEL_LIBS;  // file/, embed/ and other/ (mlp)
+
+template <typename Fn>
+std::string error_of(Fn fn) {
+  try {
+    fn();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// cbr_pool's input (seed 5) and its reference output.
+struct Case {
+  bench::ModelTensors t{OPFUSE_MODELS_DIR, "cbr_pool", 5};
+  graph::TensorMap want = reference::run(t.graph, t.inputs, t.params);
+  runtime::Tensor x() const { return runtime::Tensor::f32(t.in("x"), {1, 56, 56, 32}); }
+  bool matches(const runtime::OwnedTensor& y) const {
+    const auto& w = want.at(t.graph.outputs()[0]).data;
+    std::vector<float> got(y.as<float>(), y.as<float>() + y.elements());
+    return got.size() == w.size() && reference::compare(got, w, testing::kZooTolerance).ok();
+  }
+};
+
+// A folder holding a copy of the weights-file library and, beside it, `weights` (if given):
+// a library as a user might deploy it. dlopen keeps each copy's state apart.
+struct Deployed {
+  fs::path dir;
+  explicit Deployed(const std::string& tag, const std::vector<char>* weights) {
+    dir = fs::temp_directory_path() / ("opfuse_model_" + tag + "_" + std::to_string(::getpid()));
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    fs::copy_file(kLibs + "/file/cbr_pool.so", dir / "cbr_pool.so");
+    if (weights) {
+      std::ofstream f(dir / "cbr_pool.weights", std::ios::binary);
+      f.write(weights->data(), std::streamsize(weights->size()));
+    }
+  }
+  ~Deployed() { fs::remove_all(dir); }
+  std::string so() const { return (dir / "cbr_pool.so").string(); }
+};
+
+std::vector<char> read_all(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+}
+
+}  // namespace
+
+TEST_CASE("a library with a weights file takes the input alone and matches the reference") {
+  Case c;
+  for (const std::string kind : {"file", "embed"}) {
+    CAPTURE(kind);
+    const Model m = Model::open(kLibs + "/" + kind + "/cbr_pool.so");
+    REQUIRE(m.inputs().size() == 1);
+    CHECK(m.inputs()[0].name == "x");
+    CHECK(m.inputs()[0].shape == std::vector<int64_t>{1, 56, 56, 32});
+    CHECK(m.inputs()[0].dtype == runtime::DType::f32);
+    REQUIRE(m.outputs().size() == 1);
+    CHECK(m.outputs()[0].name == "max_pool_0");
+    CHECK(m.outputs()[0].shape == std::vector<int64_t>{1, 28, 28, 32});
+    const auto out = m.run({{"x", c.x()}});
+    REQUIRE(out.count("max_pool_0") == 1);
+    CHECK(c.matches(out.at("max_pool_0")));
+    // Into the caller's buffer, as the C entry point takes it.
+    runtime::OwnedTensor y({1, 28, 28, 32}, runtime::DType::f32);
+    m.run({c.x()}, {y.view()});
+    CHECK(c.matches(y));
+  }
+  CHECK(error_of([&] { Model::open(kLibs + "/embed/cbr_pool.so").load_weights("x"); })
+            .find("carries its weights inside") != std::string::npos);
+}
+
+TEST_CASE("a weights file on a GPU-style target: copied to the device once, right every call") {
+  Case c;
+  const Model m = Model::open(kLibs + "/opencl/cbr_pool.so");
+  REQUIRE(m.inputs().size() == 1);
+  for (int i = 0; i < 3; ++i) CHECK(c.matches(m.run({{"x", c.x()}}).at("max_pool_0")));
+}
+
+TEST_CASE("bad calls name the argument and what was expected") {
+  Case c;
+  const Model m = Model::open(kLibs + "/file/cbr_pool.so");
+  CHECK(error_of([&] { m.run({{"y", c.x()}}); }).find("input 'x' is not given (f32 [1,56,56,32])") !=
+        std::string::npos);
+  CHECK(error_of([&] { m.run({{"x", c.x()}, {"z", c.x()}}); })
+            .find("has no input 'z' (inputs: x)") != std::string::npos);
+  runtime::Tensor wrong = c.x();
+  wrong.shape = {1, 56, 56, 16};
+  CHECK(error_of([&] { m.run({{"x", wrong}}); })
+            .find("input 'x' must have shape [1,56,56,32], got [1,56,56,16]") != std::string::npos);
+  wrong = c.x();
+  wrong.dtype = runtime::DType::i64;
+  CHECK(error_of([&] { m.run({{"x", wrong}}); }).find("input 'x' must be f32, got i64") !=
+        std::string::npos);
+  CHECK(error_of([&] { m.output("logits"); }).find("no output 'logits' (outputs: max_pool_0)") !=
+        std::string::npos);
+}
+
+TEST_CASE("a missing library or entry point is an error naming the file") {
+  CHECK(error_of([] { Model::open("/nonexistent/m.so"); }).find("cannot open compiled model /nonexistent/m.so") !=
+        std::string::npos);
+  CHECK(error_of([] { Model::open(kLibs + "/file/cbr_pool.so", "resnet"); })
+            .find("has no symbol resnet_argv") != std::string::npos);
+}
+
+TEST_CASE("bad weights files are refused with what is wrong, and the good one stays") {
+  Case c;
+  const std::vector<char> good = read_all(kLibs + "/file/cbr_pool.weights");
+  REQUIRE(good.size() > 4096);
+  std::vector<char> truncated(good.begin(), good.begin() + good.size() / 2);
+  std::vector<char> header_only(good.begin(), good.begin() + 20);
+  std::vector<char> corrupted = good;
+  corrupted[corrupted.size() - 100] ^= 0x10;  // one bit of the last weights
+  const std::vector<char> other = read_all(kLibs + "/other/mlp.weights");
+  const std::vector<char> not_weights = read_all(kLibs + "/file/cbr_pool.plan.json");
+  const struct {
+    const char* tag;
+    const std::vector<char>* file;
+    const char* says;
+  } cases[] = {
+      {"missing", nullptr, "cannot open weights file"},
+      {"truncated", &truncated, "truncated"},
+      {"header", &header_only, "not even a header"},
+      {"corrupted", &corrupted, "the file is corrupted"},
+      {"other", &other, "belongs to another model"},
+      {"plan", &not_weights, "not an opfuse weights file"},
+  };
+  for (const auto& k : cases) {
+    CAPTURE(k.tag);
+    Deployed d(k.tag, k.file);
+    // Opened, the library loads the file beside it (when there is none, the one where opfuse
+    // compile wrote it, which is good: that case is checked by path below).
+    if (k.file) {
+      const std::string e = error_of([&] { Model::open(d.so()); });
+      CHECK(e.find(k.says) != std::string::npos);
+      CHECK(e.find(d.dir.string()) != std::string::npos);  // names the file
+    }
+    // Through the C entry point: the first call loads the file, fails, and says why.
+    void* h = dlopen(d.so().c_str(), RTLD_NOW | RTLD_LOCAL);
+    REQUIRE(h);
+    auto argv = reinterpret_cast<runtime::ArgvFunction>(dlsym(h, "cbr_pool_argv"));
+    auto md = reinterpret_cast<runtime::MetadataFunction>(dlsym(h, "cbr_pool_metadata"));
+    auto load = reinterpret_cast<int (*)(const char*)>(dlsym(h, "cbr_pool_load_weights"));
+    REQUIRE((argv && md && load));
+    void* set = dlsym(h, "halide_set_error_handler");
+    REQUIRE(set);
+    runtime::install_error_handler_into(set);
+    const Model m("cbr_pool", argv, md);
+    if (k.file) {
+      CHECK(error_of([&] { m.run({{"x", c.x()}}); }).find(k.says) != std::string::npos);
+    }
+    const std::string bad = k.file ? (d.dir / "cbr_pool.weights").string() : (d.dir / "none").string();
+    auto load_bad = [&] { runtime::check(load(bad.c_str()), "cbr_pool"); };
+    CHECK(error_of(load_bad).find(k.says) != std::string::npos);
+    // The good file loads; a bad one after it is refused and the good weights stay.
+    REQUIRE(load((kLibs + "/file/cbr_pool.weights").c_str()) == 0);
+    CHECK(error_of(load_bad).find(k.says) != std::string::npos);
+    CHECK(c.matches(m.run({{"x", c.x()}}).at("max_pool_0")));
+    dlclose(h);
+  }
+}
+
+TEST_CASE("8 threads make the first calls at once: the weights load once, every answer right") {
+  Case c;
+  Deployed d("threads", nullptr);
+  fs::copy_file(kLibs + "/file/cbr_pool.weights", d.dir / "cbr_pool.weights");
+  void* h = dlopen(d.so().c_str(), RTLD_NOW | RTLD_LOCAL);
+  REQUIRE(h);
+  const Model m("cbr_pool", reinterpret_cast<runtime::ArgvFunction>(dlsym(h, "cbr_pool_argv")),
+                reinterpret_cast<runtime::MetadataFunction>(dlsym(h, "cbr_pool_metadata")));
+  std::atomic<int> right{0}, wrong{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < 5; ++i) {
+        try {
+          (c.matches(m.run({{"x", c.x()}}).at("max_pool_0")) ? right : wrong)++;
+        } catch (...) {
+          ++wrong;
+        }
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  CHECK(right == 40);
+  CHECK(wrong == 0);
+  dlclose(h);
+}
