@@ -5,6 +5,7 @@
 #     TARGETS host [x86-avx2] [x86-avx512] [host-opencl] [host-cuda]
 #     [PROFILE <built-in profile | profile.json>]
 #     [PLAN <plan.json>]              # fused only: build these groups instead of the planner's
+#     [WEIGHTS embed | file | args]   # default: embed
 #     [AUTOSCHEDULER_PARAMS <key=value>...])  # e.g. autoscheduler.beam_size=32
 #
 # Builds, at compile time, one Halide library per target from the graph with the generic graph
@@ -13,6 +14,13 @@
 # registers every kernel with opfuse's runtime registry. Link <name> and call
 #   opfuse::runtime::Registry::global().find(model, strategy, target).run(inputs, outputs)
 # or the generated C function <name>_<host|opencl|cuda>(...) directly (header <name>_<...>.h).
+# WEIGHTS: embed (the default) makes the weights constant data of the library, so its function
+# takes the model's inputs and outputs only; file writes them to <name>_<target>.weights beside
+# the library, which its entry point maps and checks on first use (the same function and
+# arguments: for models too large to embed, see `opfuse compile --embed-limit`); args makes
+# every weight a buffer argument after the inputs (the zoo's kernels, which benchmarks feed
+# the same weights as their peers). CMake must know a build's outputs when it configures, so
+# there is no "auto" here as `opfuse compile` has.
 # host-cuda is skipped, with a message, when the CUDA toolkit is absent. Adams2019 and
 # Anderson2021 run greedily (beam_size=1) unless AUTOSCHEDULER_PARAMS says otherwise: their
 # default beam search takes minutes per model (255 s for the zoo's perception on 2 cores).
@@ -25,12 +33,20 @@ if (NOT DEFINED OPFUSE_GENERATOR_TARGET)
 endif ()
 
 function(opfuse_add_fused_library name)
-  cmake_parse_arguments(ARG "" "GRAPH;MODEL;STRATEGY;PROFILE;PLAN" "TARGETS;AUTOSCHEDULER_PARAMS" ${ARGN})
+  cmake_parse_arguments(ARG "" "GRAPH;MODEL;STRATEGY;PROFILE;PLAN;WEIGHTS"
+                        "TARGETS;AUTOSCHEDULER_PARAMS" ${ARGN})
   if (NOT ARG_GRAPH OR NOT ARG_STRATEGY OR NOT ARG_TARGETS)
     message(FATAL_ERROR "opfuse_add_fused_library(${name}): GRAPH, STRATEGY and TARGETS are required")
   endif ()
   if (NOT ARG_MODEL)
     set(ARG_MODEL "${name}")
+  endif ()
+  if (NOT ARG_WEIGHTS)
+    set(ARG_WEIGHTS embed)
+  endif ()
+  if (NOT ARG_WEIGHTS MATCHES "^(embed|file|args)$")
+    message(FATAL_ERROR "opfuse_add_fused_library(${name}): unknown WEIGHTS '${ARG_WEIGHTS}' "
+                        "(embed, file, args)")
   endif ()
   get_filename_component(graph "${ARG_GRAPH}" ABSOLUTE)
   set(autoschedulers Mullapudi2016 Adams2019 Li2018 Anderson2021)
@@ -90,9 +106,31 @@ function(opfuse_add_fused_library name)
     if (suffix STREQUAL "cuda")
       list(APPEND extra DEVICE_CODE ${lib}_device_code)
     endif ()
-    add_halide_library(${lib} FROM ${OPFUSE_GENERATOR_TARGET} GENERATOR opfuse_graph
+    if (ARG_WEIGHTS STREQUAL "embed")
+      list(APPEND params embed_weights=true)
+    endif ()
+    # With a weights file the generated function is <lib>_impl and <lib> is the entry point the
+    # generator writes beside it (<lib>_entry.cpp), which loads the weights and calls it.
+    set(halide_lib ${lib})
+    if (ARG_WEIGHTS STREQUAL "file")
+      set(halide_lib ${lib}_impl)
+      list(APPEND params weights_out=${CMAKE_CURRENT_BINARY_DIR}/${lib})
+    endif ()
+    add_halide_library(${halide_lib} FROM ${OPFUSE_GENERATOR_TARGET} GENERATOR opfuse_graph
                        TARGETS ${halide_target} USE_RUNTIME ${OPFUSE_HALIDE_RUNTIME_TARGET}
                        PARAMS ${params} DEPENDS ${deps} STMT ${lib}_stmt ${extra})
+    if (ARG_WEIGHTS STREQUAL "file")
+      set(entry ${CMAKE_CURRENT_BINARY_DIR}/${lib}_entry.cpp)
+      # The generator wrote these while building ${halide_lib}; this step only declares them.
+      set(written ${entry} ${CMAKE_CURRENT_BINARY_DIR}/${lib}.weights
+                  ${CMAKE_CURRENT_BINARY_DIR}/${lib}.h)
+      add_custom_command(OUTPUT ${written} COMMAND ${CMAKE_COMMAND} -E touch_nocreate ${written}
+                         DEPENDS ${halide_lib} VERBATIM)
+      add_library(${lib} STATIC ${entry})
+      target_include_directories(${lib} PUBLIC ${CMAKE_CURRENT_BINARY_DIR})
+      target_link_libraries(${lib} PUBLIC ${halide_lib} ${OPFUSE_RUNTIME_TARGET} ${CMAKE_DL_LIBS})
+      set_target_properties(${lib} PROPERTIES POSITION_INDEPENDENT_CODE ON)
+    endif ()
     set_property(TARGET ${lib} PROPERTY OPFUSE_STMT "${${lib}_stmt}")
     if (suffix STREQUAL "cuda")
       set_property(TARGET ${lib} PROPERTY OPFUSE_DEVICE_CODE "${${lib}_device_code}")

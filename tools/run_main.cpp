@@ -2,10 +2,12 @@
 // this CPU, for a quick check of a model before an AOT build.
 //
 //   opfuse run MODEL [--input NAME=FILE.npy|FILE.bin ...] [--outputs DIR] [--plan PLAN.json]
-//              [--check] [--reps N]
+//              [--library LIB.so] [--check] [--reps N]
 //
 // Inputs not given are random (seeded). `--check` compares every output with the reference
-// executor; `--reps` times the compiled plan (median). Never loads PoCL (JIT process).
+// executor; `--reps` times the compiled plan (median). `--library` runs a library `opfuse
+// compile --shared` built from MODEL (runtime::Model) instead of the JIT, to check and time the
+// artefact itself. Never loads PoCL (JIT process).
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
@@ -13,6 +15,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 
 #include "fusion/cost/cost_model.h"
 #include "fusion/frontend/load_model.h"
@@ -20,6 +23,9 @@
 #include "fusion/planner/planner.h"
 #include "fusion/reference/compare.h"
 #include "fusion/reference/executor.h"
+#include "fusion/ops/lower.h"
+#include "fusion/ops/realize.h"
+#include "runtime/model.h"
 #include "schedules/jit.h"
 #include "schedules/emitter.h"
 #include "tools/npy.h"
@@ -52,6 +58,77 @@ graph::HostTensor read_input(const std::string& file, const graph::Tensor& t) {
   return h;
 }
 
+runtime::DType runtime_dtype(graph::DType d) {
+  switch (d) {
+    case graph::DType::f16: return runtime::DType::f16;
+    case graph::DType::i64: return runtime::DType::i64;
+    case graph::DType::i32: return runtime::DType::i32;
+    case graph::DType::f32: break;
+  }
+  return runtime::DType::f32;
+}
+
+// A compiled library's run on the graph's tensors: its arguments matched to the graph's
+// inputs (and params, for a library that takes its weights as arguments) by their C names.
+class LibraryRun {
+ public:
+  LibraryRun(const std::string& path, const graph::Graph& g, const graph::TensorMap& inputs)
+      : model_(runtime::Model::open(path)), g_(g) {
+    std::map<std::string, std::string> by_c_name;  // C name -> graph tensor
+    for (const auto& n : g.tensor_names()) by_c_name[ops::halide_safe_name(n)] = n;
+    const graph::TensorMap params = graph::param_values(g);
+    for (const auto& a : model_.inputs()) {
+      const auto it = by_c_name.find(a.name);
+      if (it == by_c_name.end()) {
+        throw std::runtime_error(path + " takes '" + a.name + "', which is no tensor of the model");
+      }
+      const graph::Tensor& t = g.tensor(it->second);
+      const graph::HostTensor& v =
+          t.kind == graph::TensorKind::input ? inputs.at(t.name) : params.at(t.name);
+      if (v.shape != a.shape) {
+        throw std::runtime_error(path + " takes '" + a.name + "' as " +
+                                 graph::shape_to_string(a.shape) + ", the model's is " +
+                                 graph::shape_to_string(v.shape) + ": built from another model?");
+      }
+      // In the tensor's storage dtype (integers are held as exact f32 values in the graph's).
+      storage_.push_back(ops::tensor_buffer(t, v));
+      ins_.push_back({storage_.back().data(), a.shape, runtime_dtype(t.dtype)});
+    }
+    for (const auto& a : model_.outputs()) {
+      if (a.dtype != runtime::DType::f32) {
+        throw std::runtime_error("output '" + a.name + "' is not f32: not supported by --library");
+      }
+      outs_.emplace_back(a.shape, a.dtype);
+    }
+  }
+  void run() {
+    std::vector<runtime::Tensor> outs;
+    for (auto& o : outs_) outs.push_back(o.view());
+    model_.run(ins_, outs);
+  }
+  graph::TensorMap outputs() const {
+    graph::TensorMap out;
+    for (const auto& name : g_.outputs()) {
+      const std::string c_name = ops::halide_safe_name(name);
+      for (size_t i = 0; i < outs_.size(); ++i) {
+        if (model_.outputs()[i].name != c_name) continue;
+        graph::HostTensor t(outs_[i].shape);
+        std::copy(outs_[i].as<float>(), outs_[i].as<float>() + t.data.size(), t.data.begin());
+        out[name] = std::move(t);
+      }
+      if (!out.count(name)) throw std::runtime_error("the library has no output '" + name + "'");
+    }
+    return out;
+  }
+
+ private:
+  runtime::Model model_;
+  const graph::Graph& g_;
+  std::vector<Halide::Buffer<>> storage_;
+  std::vector<runtime::Tensor> ins_;
+  std::vector<runtime::OwnedTensor> outs_;
+};
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -68,6 +145,9 @@ int main(int argc, char** argv) {
   app.add_option("--profile", profile, "hardware profile for the planner");
   app.add_flag("--check", check, "compare every output with the reference executor");
   app.add_option("--reps", reps, "time the plan over N runs (median)");
+  std::string library;
+  app.add_option("--library", library,
+                 "run this library (`opfuse compile MODEL --shared`) instead of the JIT");
   bool breakdown = false;
   app.add_flag("--breakdown", breakdown,
                "profile one run with Halide's profiler: each group's measured time beside the "
@@ -103,15 +183,27 @@ int main(int argc, char** argv) {
                     graph::shape_to_string(g.tensor(name).shape).c_str());
       }
     }
-    schedules::CompiledPlan k(g, plan, in, {}, breakdown);
-    k.run();
-    const graph::TensorMap out = k.outputs();
-    std::printf("plan: %d kernels for %zu ops\n", plan.kernels_fused(), g.nodes().size());
+    if (!library.empty() && breakdown) {
+      throw std::runtime_error("--breakdown profiles the JIT's plan, not a --library");
+    }
+    std::optional<schedules::CompiledPlan> jit;
+    std::optional<LibraryRun> lib;
+    if (library.empty()) {
+      jit.emplace(g, plan, in, graph::TensorMap{}, breakdown);
+      jit->run();
+      std::printf("plan: %d kernels for %zu ops\n", plan.kernels_fused(), g.nodes().size());
+    } else {
+      lib.emplace(library, g, in);
+      lib->run();
+      std::printf("library: %s\n", library.c_str());
+    }
+    auto run_once = [&] { jit ? jit->run() : lib->run(); };
+    const graph::TensorMap out = jit ? jit->outputs() : lib->outputs();
     if (reps > 0) {
       std::vector<double> t;
       for (int i = 0; i < reps; ++i) {
         const auto t0 = std::chrono::steady_clock::now();
-        k.run();
+        run_once();
         t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
       }
       std::sort(t.begin(), t.end());
@@ -126,8 +218,8 @@ int main(int argc, char** argv) {
       const auto t0 = std::chrono::steady_clock::now();
       while (runs < 10 ||
              std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() < 1.0) {
-        k.run();
-        const auto one = schedules::times_by_group(g, plan, k.profiler_report());
+        jit->run();
+        const auto one = schedules::times_by_group(g, plan, jit->profiler_report());
         if (times.empty()) times.assign(one.size(), {});
         for (size_t i = 0; i < one.size(); ++i) {
           times[i].group = one[i].group;
