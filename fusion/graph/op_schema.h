@@ -31,6 +31,8 @@ enum : unsigned {
   transcendental = 1u << 3,  // exp-based or iterative arithmetic, ~10-20 FLOP per element
   moves_layout = 1u << 4,    // the output index is a permutation, offset or broadcast of the
                              // input's (transpose, reshape, expand, gather, slice)
+  channel_layout = 1u << 5,  // finds its channel axis from a layout, NCHW or NHWC (attr
+                             // "layout", or batch norm's "axis"): conv, pools, batch norm
 };
 }  // namespace OpTrait
 

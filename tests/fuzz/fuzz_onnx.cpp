@@ -1,5 +1,6 @@
 // Any bytes as an ONNX model: a GraphError, or a validated graph that canonicalises (every
-// rewrite keeps it valid) and plans. External data resolves in a folder of its own beside the
+// rewrite keeps it valid), goes channels-last where it has a convolution (a lower threshold
+// than load_model's, so small inputs reach the pass) and plans. External data resolves in a folder of its own beside the
 // work directory, holding one 4 KiB file, w.bin: locations, offsets and lengths are fuzzed
 // against it (and anything outside the folder must be refused).
 #include <cstddef>
@@ -9,6 +10,7 @@
 #include <string>
 
 #include "fusion/cost/cost_model.h"
+#include "fusion/frontend/channels_last.h"
 #include "fusion/graph/onnx_import.h"
 #include "fusion/pattern/canonicalize.h"
 #include "fusion/planner/planner.h"
@@ -38,6 +40,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     return 0;
   }
   opfuse::fusion::canonicalize(g);  // throws only on a bug: the fuzzer reports it
+  opfuse::fusion::to_channels_last(g, 1);
   static const opfuse::fusion::RooflineCostModel model(
       opfuse::fusion::builtin_profile("epyc-avx512-2c"));
   opfuse::fusion::plan_fusion(g, model);

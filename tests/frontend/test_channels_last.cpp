@@ -1,0 +1,97 @@
+// The channels-last layout pass (fusion/frontend/channels_last.h) on an NCHW network with what
+// the corpus CNNs have: conv + batch norm + ReLU, a per-channel constant, a depthwise conv, a
+// branch joined by a concat, a pool, a squeeze-excitation gate (a [N,C,1,1] tensor broadcast
+// against the activations), global pooling into a reshape and a linear head, and an output
+// taken inside the region. The rewritten graph keeps the inputs and outputs, changes layout
+// only at the region's edges, and computes the same values: by the reference executor and by
+// the fused plan through the JIT.
+#include <doctest/doctest.h>
+
+#include "fusion/cost/cost_model.h"
+#include "fusion/frontend/channels_last.h"
+#include "fusion/graph/builder.h"
+#include "fusion/graph/host_tensor.h"
+#include "fusion/graph/op_schema.h"
+#include "fusion/planner/planner.h"
+#include "fusion/reference/compare.h"
+#include "fusion/reference/executor.h"
+#include "schedules/jit.h"
+
+using namespace opfuse;
+
+namespace {
+
+graph::Graph small_cnn() {
+  graph::GraphBuilder b("small_cnn");
+  graph::Conv2dOptions same;
+  same.pads = {1, 1, 1, 1};
+  auto x = b.input("x", {1, 8, 12, 12});
+  auto c1 = b.relu(b.batch_norm(b.conv2d(x, b.param("w1", {16, 8, 3, 3}), same)));
+  auto shifted = b.add(c1, b.param("shift", {16, 1, 1}));
+  graph::Conv2dOptions dw = same;
+  dw.groups = 16;
+  auto c2 = b.relu6(b.conv2d(shifted, b.param("w2", {16, 1, 3, 3}), dw));
+  auto c3 = b.conv2d(c2, b.param("w3", {16, 16, 1, 1}));
+  auto c4 = b.conv2d(c1, b.param("w4", {16, 16, 1, 1}));
+  auto joined = b.concat({c3, c4}, 1);
+  auto pooled = b.max_pool(joined, 2, 2);
+  auto gate = b.sigmoid(b.conv2d(b.global_avg_pool(pooled), b.param("w5", {32, 32, 1, 1})));
+  auto gated = b.mul(pooled, gate);
+  auto features = b.reshape(b.global_avg_pool(gated), {1, 32});
+  b.output(b.linear(features, b.param("fc", {32, 10})));
+  b.output(pooled);
+  return b.build();
+}
+
+int count(const graph::Graph& g, const std::string& op) {
+  int n = 0;
+  for (const auto& node : g.nodes()) n += node.op == op;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("channels-last: same inputs, outputs and values; layout changes at the edges only") {
+  const graph::Graph before = small_cnn();
+  graph::Graph after = before;
+  const std::vector<std::string> log = fusion::to_channels_last(after);
+  REQUIRE(log.size() == 1);
+  MESSAGE(log[0]);
+  CHECK(log[0].find("(5 convolutions) run NHWC") != std::string::npos);
+  CHECK(after.inputs() == before.inputs());
+  CHECK(after.outputs() == before.outputs());
+  for (const auto& o : before.outputs()) CHECK(after.tensor(o).shape == before.tensor(o).shape);
+  // One transpose after x, one before the reshape, one before the pooled output.
+  CHECK(count(after, "transpose") == 3);
+  for (const auto& n : after.nodes()) {
+    if (n.op == "conv2d" || n.op == "max_pool" || n.op == "global_avg_pool") {
+      CHECK(graph::attr_string(n, "layout", "") == "NHWC");
+    }
+    if (n.op == "batch_norm") CHECK(graph::attr_int(n, "axis", 1) == 3);
+    if (n.op == "concat") CHECK(graph::attr_int(n, "axis", 1) == 3);
+  }
+  const graph::TensorMap in = graph::random_inputs(before, 7);
+  const graph::TensorMap want = reference::run(before, in);
+  const graph::TensorMap ref = reference::run(after, in);
+  const fusion::RooflineCostModel model(fusion::builtin_profile("epyc-avx512-2c"));
+  const graph::TensorMap fused =
+      schedules::realize_with_plan(after, fusion::plan_fusion(after, model), in);
+  for (const auto& o : before.outputs()) {
+    CAPTURE(o);
+    const auto r = reference::compare(ref.at(o).data, want.at(o).data, reference::kGraphTolerance);
+    CHECK_MESSAGE(r.ok(), r.summary());
+    const auto f = reference::compare(fused.at(o).data, want.at(o).data, reference::kGraphTolerance);
+    CHECK_MESSAGE(f.ok(), f.summary());
+  }
+}
+
+TEST_CASE("channels-last leaves a graph with fewer convolutions than asked, and NHWC ones, alone") {
+  graph::Graph g = small_cnn();
+  CHECK(fusion::to_channels_last(g, 6).empty());
+  CHECK(g == small_cnn());
+  graph::Graph once = small_cnn();
+  fusion::to_channels_last(once);
+  graph::Graph twice = once;
+  CHECK(fusion::to_channels_last(twice).empty());  // already NHWC: nothing to convert
+  CHECK(twice == once);
+}
