@@ -199,7 +199,12 @@ class Applier {
       Func weights = p_.lowered->tensors.at(n.inputs[1]);
       Func packed = weights.in(acc);
       std::vector<Var> wa = packed.args();  // kw, kh, ci, co
-      packed.compute_root().reorder_storage(wa[3], wa[0], wa[1], wa[2]);
+      // Once per call, over all cores, writing in storage order: single-threaded in its
+      // loops' order it took 6.7 ms of a 512-channel 3x3 convolution's 10.7 (2 Zen 4 cores).
+      packed.compute_root()
+          .reorder_storage(wa[3], wa[0], wa[1], wa[2])
+          .reorder(wa[3], wa[0], wa[1], wa[2])
+          .parallel(wa[2]);
     }
   }
 
