@@ -194,6 +194,20 @@ int compile_command(const CompileCommand& c, const std::string& generator) {
   // 128 MiB a weights file costs nothing at compile time and one mapping at load.
   std::string weights = c.weights;
   if (weights == "auto") weights = weight_bytes <= c.embed_limit_mib * 1048576.0 ? "embed" : "file";
+  if (c.weights == "auto" && weights == "file") {
+    // Halide 21's bounds inference fails (an internal error in merge_boxes) on the BERT-shaped
+    // encoder when its weights are buffer arguments, as a weights file makes them: try, and
+    // embed them where it does.
+    try {
+      CompileCommand file = c;
+      file.weights = "file";
+      return compile_command(file, generator);
+    } catch (const std::runtime_error& e) {
+      std::printf("the weights file build failed (%s); embedding the weights instead\n", e.what());
+      for (const char* f : {".weights", "_entry.cpp", ".h"}) fs::remove(c.out_dir + "/" + name + f);
+      weights = "embed";
+    }
+  }
   const bool file = weights == "file";
   fs::create_directories(c.out_dir);
   const std::string dir = c.out_dir + "/";
