@@ -93,6 +93,21 @@ class GraphGenerator : public Generator<GraphGenerator> {
   }
 
   void generate() {
+    // --- Plan and records (they need the graph and the target only) ------------------
+    const std::string strat = strategy;
+    const bool autoscheduled = using_autoscheduler();
+    _halide_user_assert(autoscheduled || strat == "fused" || strat == "unfused")
+        << "opfuse graph generator: strategy '" << strat
+        << "' is neither fused nor unfused, and no autoscheduler was set";
+    const bool gpu = get_target().has_gpu_feature();
+    schedules::PipelineSchedule records;
+    if (!autoscheduled) records = plan_and_schedule(gpu);
+    // Embedded weights that blocks read Cout-innermost are stored so in the object: no
+    // repack on every call.
+    const std::set<std::string> packed =
+        embed_weights && !autoscheduled ? schedules::weights_to_pack(graph_, records)
+                                        : std::set<std::string>{};
+
     // --- Algorithm -------------------------------------------------------------------
     std::map<std::string, Func> sources;
     for (auto& [name, in] : inputs_) sources[name] = Func(*in);
@@ -100,6 +115,7 @@ class GraphGenerator : public Generator<GraphGenerator> {
       for (const auto& name : graph_.params()) {
         const graph::Tensor& t = graph_.tensor(name);
         Buffer<> b = ops::tensor_buffer(t, graph::param_values(t));
+        if (packed.count(name)) b = ops::cout_innermost(b);
         constants_.push_back(b);
         Func c(ops::halide_safe_name(name) + "_const");
         const std::vector<Var> v = ops::halide_args(ops::make_vars(t.shape.size()));
@@ -108,7 +124,7 @@ class GraphGenerator : public Generator<GraphGenerator> {
       }
     }
     lowered_ = ops::lower(graph_, sources);
-    schedules::Pipeline pipe{&graph_, &lowered_, {}};
+    schedules::Pipeline pipe{&graph_, &lowered_, {}, packed};
     for (size_t i = 0; i < outputs_.size(); ++i) {
       const graph::Tensor& t = graph_.tensor(graph_.outputs()[i]);
       std::vector<Var> v = ops::halide_args(ops::make_vars(t.shape.size()));
@@ -116,12 +132,10 @@ class GraphGenerator : public Generator<GraphGenerator> {
       (*outputs_[i])(v) = t.dtype == graph::DType::f16 ? cast(Float(16), e) : e;
       pipe.outputs.push_back(Func(*outputs_[i]));
     }
-
     const std::string weights_prefix = weights_out;
     if (!weights_prefix.empty()) {
       try {
-        generators::write_weights_entry(weights_prefix, graph_, args_,
-                                        get_target().has_gpu_feature());
+        generators::write_weights_entry(weights_prefix, graph_, args_, gpu);
       } catch (const std::exception& e) {
         _halide_user_error << "opfuse graph generator: " << e.what() << "\n";
       }
@@ -139,12 +153,12 @@ class GraphGenerator : public Generator<GraphGenerator> {
     schedules::bound_outputs(pipe);  // static shapes: exact regions, no over-approximation
 
     // --- Schedule --------------------------------------------------------------------
-    const std::string strat = strategy;
-    if (using_autoscheduler()) return;
-    _halide_user_assert(strat == "fused" || strat == "unfused")
-        << "opfuse graph generator: strategy '" << strat
-        << "' is neither fused nor unfused, and no autoscheduler was set";
-    const bool gpu = get_target().has_gpu_feature();
+    if (autoscheduled) return;
+    schedules::apply_schedule(pipe, records);
+  }
+
+  // The plan (the planner's, or a user's) and its records; writes the plan JSON.
+  schedules::PipelineSchedule plan_and_schedule(bool gpu) {
     // The default: on a GPU target the H200's, on a CPU target this machine's, measured once
     // (fusion/hardware/host.h) for the ISA being compiled for, which may not be the host's.
     const std::string prof =
@@ -157,10 +171,10 @@ class GraphGenerator : public Generator<GraphGenerator> {
     }
     const fusion::RooflineCostModel model(hw);
     fusion::PlannerOptions options;
-    options.enable_fusion = strat == "fused";
+    options.enable_fusion = std::string(strategy) == "fused";
     const std::string user_plan = plan_in;
     fusion::FusionPlan plan;
-    if (!user_plan.empty() && strat == "fused") {
+    if (!user_plan.empty() && options.enable_fusion) {
       try {
         plan = fusion::plan_from_user_groups(graph_, model,
                                              fusion::user_groups_from_plan_file(user_plan));
@@ -183,7 +197,7 @@ class GraphGenerator : public Generator<GraphGenerator> {
       std::ofstream f(out);
       f << schedules::plan_to_json(plan, records);  // the records are what is emitted
     }
-    schedules::apply_schedule(pipe, records);
+    return records;
   }
 
  private:

@@ -195,7 +195,7 @@ class Applier {
     for (int i : b.reduction_order) order.push_back(r[size_t(i)]);
     acc.update().split(a[vd], p3, q3, vw).reorder(order).vectorize(q3).unroll(p3).unroll(a[ud]);
     if (b.unroll_kernel_width) acc.update().unroll(r[2]);
-    if (b.pack_weights) {
+    if (b.pack_weights && !p_.packed_weights.count(n.inputs[1])) {
       Func weights = p_.lowered->tensors.at(n.inputs[1]);
       Func packed = weights.in(acc);
       std::vector<Var> wa = packed.args();  // kw, kh, ci, co

@@ -19,6 +19,7 @@
 // group), so fused and unfused differ only in fusion.
 #pragma once
 
+#include <set>
 #include <vector>
 
 #include "Halide.h"
@@ -34,6 +35,9 @@ struct Pipeline {
   const graph::Graph* graph;
   const ops::LoweredGraph* lowered;
   std::vector<Halide::Func> outputs;  // outputs[i](args) = lowered->outputs[i](args)
+  // Weights whose sources are already stored Cout-innermost (ops::cout_innermost, for
+  // schedules::weights_to_pack): their blocks read them as they are, with no repack.
+  std::set<std::string> packed_weights = {};
 };
 
 // What the schedule stage knows of `target`: its vector width and registers, `cores` CPU

@@ -932,6 +932,20 @@ std::string schedule_to_table(const PipelineSchedule& s) {
   return os.str();
 }
 
+std::set<std::string> weights_to_pack(const graph::Graph& g, const PipelineSchedule& s) {
+  std::set<std::string> out;
+  for (const auto& grp : s.groups) {
+    for (const auto& n : grp.nodes) {
+      if (!n.block || !n.block->pack_weights) continue;
+      for (const auto& node : g.nodes()) {
+        if (node.name != n.node || node.inputs.size() < 2) continue;
+        if (g.tensor(node.inputs[1]).kind == graph::TensorKind::param) out.insert(node.inputs[1]);
+      }
+    }
+  }
+  return out;
+}
+
 std::map<std::string, std::string> schedule_notes(const PipelineSchedule& s) {
   std::map<std::string, std::string> out;
   for (const GroupSchedule& g : s.groups) {

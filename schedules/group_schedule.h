@@ -171,6 +171,10 @@ PipelineSchedule schedule_plan(const graph::Graph& g, const FusionPlan& plan,
 std::string plan_to_json(const FusionPlan& p, const PipelineSchedule& s);
 // One line per record for the explained table.
 std::string schedule_to_table(const PipelineSchedule& s);
+// The params whose values a build knows (weights inside the library, or the JIT's buffers)
+// and that an anchor's block reads Cout-innermost (RegisterBlock::pack_weights): stored so
+// once, when the build makes their buffers, they need no repack on every call.
+std::set<std::string> weights_to_pack(const graph::Graph& g, const PipelineSchedule& s);
 // Node -> its placement in a few words ("at_tile of relu_3", "root: 8 tiles"), for the DOT.
 std::map<std::string, std::string> schedule_notes(const PipelineSchedule& s);
 

@@ -111,9 +111,21 @@ void CompiledPlan::compile(const graph::Graph& g, const fusion::FusionPlan& plan
     }
   }
   impl_->graph = &g;
-  const std::map<std::string, Func> sources = ops::buffer_sources(g, inputs, params, impl_->keep);
+  impl_->target = get_jit_target_from_environment();
+  impl_->profile = profile;
+  if (profile) impl_->target = impl_->target.with_feature(Target::Profile);
+  // No GPU limits: the JIT runs on the host's CPU.
+  impl_->schedule = schedules::schedule_plan(
+      g, plan,
+      target_facts(impl_->target, fusion::HardwareProfile{},
+                   int(std::max(1u, std::thread::hardware_concurrency()))));
+  // The params' values are known here: the weights the blocks read Cout-innermost are stored
+  // so once.
+  const std::set<std::string> packed = schedules::weights_to_pack(g, impl_->schedule);
+  const std::map<std::string, Func> sources =
+      ops::buffer_sources(g, inputs, params, impl_->keep, packed);
   ops::LoweredGraph lowered = ops::lower(g, sources);
-  Pipeline pipe{&g, &lowered, {}};
+  Pipeline pipe{&g, &lowered, {}, packed};
   for (size_t i = 0; i < g.outputs().size(); ++i) {
     const graph::Tensor& t = g.tensor(g.outputs()[i]);
     Func out(ops::halide_safe_name(t.name) + "_out");
@@ -122,15 +134,7 @@ void CompiledPlan::compile(const graph::Graph& g, const fusion::FusionPlan& plan
     pipe.outputs.push_back(out);
     impl_->outs.emplace_back(std::vector<int>(t.shape.rbegin(), t.shape.rend()));
   }
-  impl_->target = get_jit_target_from_environment();
-  impl_->profile = profile;
-  if (profile) impl_->target = impl_->target.with_feature(Target::Profile);
   bound_outputs(pipe);
-  // No GPU limits: the JIT runs on the host's CPU.
-  impl_->schedule = schedules::schedule_plan(
-      g, plan,
-      target_facts(impl_->target, fusion::HardwareProfile{},
-                   int(std::max(1u, std::thread::hardware_concurrency()))));
   apply_schedule(pipe, impl_->schedule);
   impl_->pipeline = Halide::Pipeline(pipe.outputs);
   impl_->pipeline.jit_handlers().custom_malloc = counting_malloc;

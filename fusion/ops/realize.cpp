@@ -55,9 +55,20 @@ graph::HostTensor from_buffer(const graph::Shape& shape, const Buffer<>& b) {
 
 }  // namespace
 
+Buffer<> cout_innermost(const Buffer<>& weights) {
+  if (weights.dimensions() != 4) return weights;
+  std::vector<int> sizes;
+  for (int d = 0; d < 4; ++d) sizes.push_back(weights.dim(d).extent());
+  // Halide's dims are kw, kh, ci, co: co first in storage, then kw, kh, ci.
+  Buffer<> packed(weights.type(), sizes, std::vector<int>{3, 0, 1, 2});
+  packed.copy_from(weights);
+  return packed;
+}
+
 std::map<std::string, Func> buffer_sources(const graph::Graph& g, const graph::TensorMap& inputs,
                                            const graph::TensorMap& params,
-                                           std::vector<Buffer<>>& buffers) {
+                                           std::vector<Buffer<>>& buffers,
+                                           const std::set<std::string>& pack) {
   std::map<std::string, Func> sources;
   for (const auto& name : g.tensor_names()) {
     const graph::Tensor& t = g.tensor(name);
@@ -72,6 +83,7 @@ std::map<std::string, Func> buffer_sources(const graph::Graph& g, const graph::T
       value = it != params.end() ? it->second : graph::param_values(t);
     }
     Buffer<> b = tensor_buffer(t, value);
+    if (pack.count(name)) b = cout_innermost(b);
     buffers.push_back(b);
     Func f(halide_safe_name(name) + "_src");
     const std::vector<Var> args = halide_args(make_vars(t.shape.size()));
