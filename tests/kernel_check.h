@@ -2,6 +2,7 @@
 // executor. No Halide JIT here: binaries that use this may also load PoCL.
 #pragma once
 
+#include <exception>
 #include <string>
 
 #include "fusion/reference/compare.h"
@@ -16,5 +17,16 @@ inline constexpr reference::Tolerance kZooTolerance = reference::kGraphTolerance
 // and the graph's params, and CHECKs every output against the reference executor.
 void check_zoo_kernel(const std::string& models_dir, const std::string& model,
                       const std::string& strategy, const std::string& target);
+
+// What `fn` throws (its what()), or "" when it returns: for checking an error's message.
+template <typename Fn>
+std::string error_of(Fn fn) {
+  try {
+    fn();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "";
+}
 
 }  // namespace opfuse::testing

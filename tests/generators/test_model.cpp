@@ -22,20 +22,11 @@
 using namespace opfuse;
 namespace fs = std::filesystem;
 using runtime::Model;
+using testing::error_of;
 
 namespace {
 
 const std::string kLibs = OPFUSE_MODEL_LIBS;  // file/, embed/ and other/ (mlp)
-
-template <typename Fn>
-std::string error_of(Fn fn) {
-  try {
-    fn();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "";
-}
 
 // cbr_pool's input (seed 5) and its reference output.
 struct Case {

@@ -15,6 +15,7 @@
 using namespace opfuse;
 using runtime::Registry;
 using runtime::Tensor;
+using testing::error_of;
 
 namespace {
 
@@ -22,16 +23,6 @@ namespace {
 struct Call : bench::ModelTensors {
   explicit Call(const std::string& model) : ModelTensors(OPFUSE_MODELS_DIR, model, 5) {}
 };
-
-template <typename Fn>
-std::string error_of(Fn fn) {
-  try {
-    fn();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "";
-}
 
 }  // namespace
 
