@@ -155,59 +155,10 @@ std::string cxx() {
   return env && *env ? env : OPFUSE_CXX;
 }
 
-}  // namespace
-
-int compile_command(const CompileCommand& c, const std::string& generator) {
-  // Load first: a model the frontend refuses is reported here, not inside the generator.
-  std::vector<std::string> rewrites;
-  const graph::Graph g = fusion::load_model(c.model, &rewrites);
-  std::string name = c.name;
-  if (name.empty()) {
-    name = fs::path(c.model).stem().string();
-    for (char& ch : name) {
-      if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-    }
-    if (name.empty() || std::isdigit(static_cast<unsigned char>(name[0]))) name = "m_" + name;
-  }
-  static const std::map<std::string, std::string> targets = {
-      {"host", "host"},
-      {"x86-avx2", OPFUSE_X86_AVX2_TARGET},
-      {"x86-avx512", OPFUSE_X86_AVX512_TARGET},
-      {"host-opencl", "host-opencl"},
-      {"host-cuda", OPFUSE_CUDA_TARGET}};
-  const auto t = targets.find(c.target);
-  if (t == targets.end()) {
-    throw std::invalid_argument("unknown target '" + c.target +
-                                "' (host, x86-avx2, x86-avx512, host-opencl, host-cuda)");
-  }
-  const std::string target = t->second;
+// Runs the generator for `weights` (embed, file or args) and makes the library's files.
+int build_library(const CompileCommand& c, const std::string& generator, const std::string& name,
+                  const std::string& target, const std::string& weights, double weight_bytes) {
   const bool cuda = c.target == "host-cuda";
-  double weight_bytes = 0;
-  for (const auto& p : g.params()) {
-    const graph::Tensor& pt = g.tensor(p);
-    weight_bytes += double(graph::num_elements(pt.shape)) * graph::dtype_bytes(pt.dtype);
-  }
-  // Where "auto" draws the line, measured on 2 Zen 4 cores: embedding ResNet-18's 46 MB of
-  // weights took the generator 15 s and 339 MB of memory (9.9 s, 166 MB as arguments), GPT-2's
-  // 186 MB took 11.6 s and 2.0 GB (2.3 s, 0.4 GB): LLVM holds each constant several times, about
-  // 10x its size, and x86-64's small code model caps an object's data at 2 GiB. Beyond
-  // 128 MiB a weights file costs nothing at compile time and one mapping at load.
-  std::string weights = c.weights;
-  if (weights == "auto") weights = weight_bytes <= c.embed_limit_mib * 1048576.0 ? "embed" : "file";
-  if (c.weights == "auto" && weights == "file") {
-    // Halide 21's bounds inference fails (an internal error in merge_boxes) on the BERT-shaped
-    // encoder when its weights are buffer arguments, as a weights file makes them: try, and
-    // embed them where it does.
-    try {
-      CompileCommand file = c;
-      file.weights = "file";
-      return compile_command(file, generator);
-    } catch (const std::runtime_error& e) {
-      std::printf("the weights file build failed (%s); embedding the weights instead\n", e.what());
-      for (const char* f : {".weights", "_entry.cpp", ".h"}) fs::remove(c.out_dir + "/" + name + f);
-      weights = "embed";
-    }
-  }
   const bool file = weights == "file";
   fs::create_directories(c.out_dir);
   const std::string dir = c.out_dir + "/";
@@ -225,7 +176,6 @@ int compile_command(const CompileCommand& c, const std::string& generator) {
   if (!c.plan.empty()) cmd += " plan=" + shell_quote(fs::absolute(c.plan).string());
   if (weights == "embed") cmd += " embed_weights=true";
   if (file) cmd += " weights_out=" + shell_quote(fs::absolute(dir + name).string());
-  for (const auto& r : rewrites) std::printf("%s\n", r.c_str());
   std::printf("compiling %s for %s (%s, %.1f MiB of weights: %s)...\n", c.model.c_str(),
               target.c_str(), c.strategy.c_str(), weight_bytes / 1048576.0,
               weights == "embed" ? "inside the library"
@@ -261,6 +211,60 @@ int compile_command(const CompileCommand& c, const std::string& generator) {
               name.c_str(), file ? (", " + name + ".weights (loaded by the library)").c_str() : "",
               cuda ? (", " + name + ".device_code (the PTX)").c_str() : "");
   return 0;
+}
+
+}  // namespace
+
+int compile_command(const CompileCommand& c, const std::string& generator) {
+  // Load first: a model the frontend refuses is reported here, not inside the generator.
+  std::vector<std::string> rewrites;
+  const graph::Graph g = fusion::load_model(c.model, &rewrites);
+  std::string name = c.name;
+  if (name.empty()) {
+    name = fs::path(c.model).stem().string();
+    for (char& ch : name) {
+      if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+    }
+    if (name.empty() || std::isdigit(static_cast<unsigned char>(name[0]))) name = "m_" + name;
+  }
+  static const std::map<std::string, std::string> targets = {
+      {"host", "host"},
+      {"x86-avx2", OPFUSE_X86_AVX2_TARGET},
+      {"x86-avx512", OPFUSE_X86_AVX512_TARGET},
+      {"host-opencl", "host-opencl"},
+      {"host-cuda", OPFUSE_CUDA_TARGET}};
+  const auto t = targets.find(c.target);
+  if (t == targets.end()) {
+    throw std::invalid_argument("unknown target '" + c.target +
+                                "' (host, x86-avx2, x86-avx512, host-opencl, host-cuda)");
+  }
+  const std::string target = t->second;
+  for (const auto& r : rewrites) std::printf("%s\n", r.c_str());
+  double weight_bytes = 0;
+  for (const auto& p : g.params()) {
+    const graph::Tensor& pt = g.tensor(p);
+    weight_bytes += double(graph::num_elements(pt.shape)) * graph::dtype_bytes(pt.dtype);
+  }
+  // Where "auto" draws the line, measured on 2 Zen 4 cores: embedding ResNet-18's 46 MB of
+  // weights took the generator 15 s and 339 MB of memory (9.9 s, 166 MB as arguments), GPT-2's
+  // 186 MB took 11.6 s and 2.0 GB (2.3 s, 0.4 GB): LLVM holds each constant several times, about
+  // 10x its size, and x86-64's small code model caps an object's data at 2 GiB. Beyond
+  // 128 MiB a weights file costs nothing at compile time and one mapping at load.
+  std::string weights = c.weights;
+  if (weights == "auto") weights = weight_bytes <= c.embed_limit_mib * 1048576.0 ? "embed" : "file";
+  if (c.weights == "auto" && weights == "file") {
+    // Halide 21's bounds inference fails (an internal error in merge_boxes) on the BERT-shaped
+    // encoder when its weights are buffer arguments, as a weights file makes them: try, and
+    // embed them where it does.
+    try {
+      return build_library(c, generator, name, target, "file", weight_bytes);
+    } catch (const std::runtime_error& e) {
+      std::printf("the weights file build failed (%s); embedding the weights instead\n", e.what());
+      for (const char* f : {".weights", "_entry.cpp", ".h"}) fs::remove(c.out_dir + "/" + name + f);
+      weights = "embed";
+    }
+  }
+  return build_library(c, generator, name, target, weights, weight_bytes);
 }
 
 int calibrate_command(const std::string& out, bool quick) {
