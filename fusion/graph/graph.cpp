@@ -10,7 +10,7 @@ namespace opfuse::graph {
 
 bool Tensor::operator==(const Tensor& o) const {
   return name == o.name && shape == o.shape && dtype == o.dtype && layout == o.layout &&
-         kind == o.kind && (kind != TensorKind::param || (init == o.init && data == o.data));
+         kind == o.kind && dim_names == o.dim_names && (kind != TensorKind::param || (init == o.init && data == o.data));
 }
 
 const char* to_string(DType d) {
@@ -306,6 +306,48 @@ bool Graph::operator==(const Graph& o) const {
     if (it == o.tensors_.end() || !(t == it->second)) return false;
   }
   return true;
+}
+
+std::map<std::string, std::vector<std::pair<std::string, int>>> symbolic_dims(const Graph& g) {
+  std::map<std::string, std::vector<std::pair<std::string, int>>> out;
+  for (const auto& name : g.inputs()) {
+    const Tensor& t = g.tensor(name);
+    for (size_t a = 0; a < t.dim_names.size(); ++a) {
+      if (!t.dim_names[a].empty()) out[t.dim_names[a]].push_back({name, int(a)});
+    }
+  }
+  return out;
+}
+
+int64_t bind_dim(const std::string& source, const std::string& input, size_t axis,
+                 const std::string& symbol, const DimBindings& bindings) {
+  const auto it = bindings.find(symbol);
+  const std::string where = source + ": graph input '" + input + "' axis " + std::to_string(axis) +
+                            " is the symbolic dimension '" + symbol + "'";
+  if (it == bindings.end()) {
+    std::string given;
+    for (const auto& [s, v] : bindings) given += (given.empty() ? "" : ", ") + s;
+    throw GraphError(where + "; give its size (opfuse run/plan/check: --dim " + symbol +
+                     "=N, opfuse compile: --dim " + symbol + "=MIN..MAX)" +
+                     (given.empty() ? "" : "; sizes were given for: " + given));
+  }
+  if (it->second < 1 || it->second > kMaxElements) {
+    throw GraphError(where + ", given the size " + std::to_string(it->second) +
+                     "; a size is 1 or more");
+  }
+  return it->second;
+}
+
+void check_bindings_used(const Graph& g, const DimBindings& bindings, const std::string& source) {
+  const auto dims = symbolic_dims(g);
+  for (const auto& [symbol, size] : bindings) {
+    if (dims.count(symbol)) continue;
+    std::string have;
+    for (const auto& [s, uses] : dims) have += (have.empty() ? "" : ", ") + s;
+    throw GraphError(source + ": no input has a dimension named '" + symbol + "' (" +
+                     (have.empty() ? std::string("its shapes are all fixed") : "its symbols: " + have) +
+                     ")");
+  }
 }
 
 Graph subgraph(const Graph& g, const std::vector<std::string>& nodes, const std::string& name) {

@@ -42,6 +42,11 @@ enum class FusionKind {
 
 using Shape = std::vector<int64_t>;
 
+// Sizes given to a model's symbolic dimensions (ONNX dim_param, a name in a graph file's input
+// shape): "batch" -> 8. A graph is always built at one binding; its shapes are then constant
+// (exercise 7.6: dynamic shapes are served by graphs bound per size, fusion/frontend/dynamic.h).
+using DimBindings = std::map<std::string, int64_t>;
+
 // How a param's values are made when the graph file carries none: uniform in [lo, hi)
 // (a constant when lo == hi), from a generator seeded by the tensor's name, so every tool
 // sees the same weights.
@@ -59,6 +64,9 @@ struct Tensor {
   TensorKind kind = TensorKind::intermediate;
   ParamInit init;           // params only
   std::vector<float> data;  // params only: explicit values (e.g. ONNX initializers)
+  // Inputs only: per axis, the symbol the model names it by ("" for a fixed extent), or empty
+  // when every extent is fixed; `shape` then holds the size the symbol was bound to.
+  std::vector<std::string> dim_names;
   bool operator==(const Tensor& o) const;
 };
 
@@ -140,6 +148,15 @@ Layout layout_from_string(const std::string& s);
 std::string shape_to_string(const Shape& s);
 int64_t num_elements(const Shape& s);
 size_t dtype_bytes(DType d);
+
+// The symbols of a graph's inputs, each with the (input, axis) pairs it names.
+std::map<std::string, std::vector<std::pair<std::string, int>>> symbolic_dims(const Graph& g);
+// The size of one input dimension named `symbol`, from `bindings`; GraphError naming the input,
+// the axis and how to give it when it is missing or not positive. `source` prefixes the error.
+int64_t bind_dim(const std::string& source, const std::string& input, size_t axis,
+                 const std::string& symbol, const DimBindings& bindings);
+// GraphError when `bindings` names a symbol no input of `g` has (a misspelt --dim).
+void check_bindings_used(const Graph& g, const DimBindings& bindings, const std::string& source);
 
 // The nodes `nodes` of a validated graph as a graph of their own: tensors they read from
 // outside become inputs (params stay params, with their values), tensors they produce that are

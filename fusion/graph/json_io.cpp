@@ -108,7 +108,8 @@ json attr_to_json(const AttrValue& v) {
 
 }  // namespace
 
-Graph graph_from_json_string(const std::string& text, const std::string& source) {
+Graph graph_from_json_string(const std::string& text, const std::string& source,
+                             const DimBindings& dims) {
   json j;
   try {
     j = json::parse(text);
@@ -132,11 +133,34 @@ Graph graph_from_json_string(const std::string& text, const std::string& source)
   if (!inputs.is_array()) bad(source, "$.inputs", "expected an array");
   for (size_t i = 0; i < inputs.size(); ++i) {
     const std::string p = "$.inputs[" + std::to_string(i) + "]";
-    only_keys(inputs[i], source, p, {"name", "shape", "dtype", "layout"});
+    only_keys(inputs[i], source, p, {"name", "shape", "dtype", "layout", "dim_names"});
     Tensor t;
     t.kind = TensorKind::input;
     t.name = get_string(need(inputs[i], "name", source, p), source, p + ".name");
-    t.shape = get_shape(need(inputs[i], "shape", source, p), source, p + ".shape");
+    // An extent is a number, or a symbol's name bound from `dims` ("shape": ["batch", 3, 224,
+    // 224]); a saved bound graph writes the sizes and the names ("dim_names").
+    const json& shape = need(inputs[i], "shape", source, p);
+    if (!shape.is_array()) bad(source, p + ".shape", "expected an array of extents");
+    for (size_t a = 0; a < shape.size(); ++a) {
+      if (shape[a].is_string()) {
+        const std::string sym = shape[a].get<std::string>();
+        if (sym.empty()) bad(source, p + ".shape", "a dimension's name is empty");
+        t.shape.push_back(bind_dim(source, t.name, a, sym, dims));
+        t.dim_names.resize(shape.size());
+        t.dim_names[a] = sym;
+      } else if (shape[a].is_number_integer()) {
+        t.shape.push_back(shape[a].get<int64_t>());
+      } else {
+        bad(source, p + ".shape", "extents are integers or names, got " + shape.dump());
+      }
+    }
+    if (inputs[i].contains("dim_names")) {
+      if (!t.dim_names.empty()) bad(source, p, "names in \"shape\" and \"dim_names\" both");
+      t.dim_names = get_strings(inputs[i]["dim_names"], source, p + ".dim_names");
+      if (t.dim_names.size() != t.shape.size()) {
+        bad(source, p + ".dim_names", "one name (or \"\") per axis of the shape");
+      }
+    }
     try {
       if (inputs[i].contains("dtype"))
         t.dtype = dtype_from_string(inputs[i]["dtype"].get<std::string>());
@@ -153,6 +177,8 @@ Graph graph_from_json_string(const std::string& text, const std::string& source)
       bad(source, p, e.what());
     }
   }
+
+  check_bindings_used(g, dims, source);
 
   if (j.contains("params")) {
     const json& params = j["params"];
@@ -227,12 +253,35 @@ Graph graph_from_json_string(const std::string& text, const std::string& source)
   return g;
 }
 
-Graph load_graph_json(const std::string& path) {
+Graph load_graph_json(const std::string& path, const DimBindings& dims) {
   std::ifstream in(path);
   if (!in) throw GraphError(path + ": cannot open the graph file");
   std::stringstream ss;
   ss << in.rdbuf();
-  return graph_from_json_string(ss.str(), path);
+  return graph_from_json_string(ss.str(), path, dims);
+}
+
+std::vector<std::pair<std::string, std::vector<std::string>>> json_input_dims(
+    const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw GraphError(path + ": cannot open the graph file");
+  json j;
+  try {
+    j = json::parse(in);
+  } catch (const json::exception& e) {
+    throw GraphError(path + ": not valid JSON: " + e.what());
+  }
+  std::vector<std::pair<std::string, std::vector<std::string>>> out;
+  if (!j.contains("inputs") || !j["inputs"].is_array()) return out;  // load_graph_json says why
+  for (const auto& i : j["inputs"]) {
+    if (!i.is_object() || !i.contains("name") || !i["name"].is_string()) continue;
+    std::vector<std::string> names;
+    if (i.contains("shape") && i["shape"].is_array()) {
+      for (const auto& d : i["shape"]) names.push_back(d.is_string() ? d.get<std::string>() : "");
+    }
+    out.emplace_back(i["name"].get<std::string>(), std::move(names));
+  }
+  return out;
 }
 
 std::string graph_to_json_string(const Graph& g) {
@@ -245,6 +294,7 @@ std::string graph_to_json_string(const Graph& g) {
     const Tensor& t = g.tensor(name);
     json e{{"name", t.name}, {"shape", t.shape}, {"dtype", to_string(t.dtype)}};
     if (t.layout != Layout::none) e["layout"] = to_string(t.layout);
+    if (!t.dim_names.empty()) e["dim_names"] = t.dim_names;
     j["inputs"].push_back(e);
   }
   j["params"] = json::array();

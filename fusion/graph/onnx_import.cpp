@@ -3,6 +3,7 @@
 #include <onnx/onnx_pb.h>
 
 #include <cstring>
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -18,8 +19,10 @@ namespace {
 
 class Importer {
  public:
-  Importer(const onnx::ModelProto& model, std::string source, std::string base_dir)
-      : model_(model), source_(std::move(source)), base_dir_(std::move(base_dir)) {
+  Importer(const onnx::ModelProto& model, std::string source, std::string base_dir,
+           DimBindings dims)
+      : model_(model), source_(std::move(source)), base_dir_(std::move(base_dir)),
+        dims_(std::move(dims)) {
     for (const auto& op : model.opset_import()) {
       if (op.domain().empty() || op.domain() == "ai.onnx") opset_ = op.version();
     }
@@ -32,6 +35,7 @@ class Importer {
     for (const auto& vi : gp.input()) {
       if (!g_.has_tensor(vi.name()) && !int_constants_.count(vi.name())) add_input(vi);
     }
+    check_bindings_used(g_, dims_, source_);
     for (int i = 0; i < gp.node_size(); ++i) add_node(gp.node(i), i);
     for (const auto& out : gp.output()) {
       const std::string t = resolve(out.name());
@@ -281,13 +285,25 @@ class Importer {
                        std::to_string(tt.elem_type()) +
                        "; float32, float16, int64 and int32 are supported");
     }
-    for (const auto& d : tt.shape().dim()) {
-      if (!d.has_dim_value()) {
-        throw GraphError(source_ + ": graph input '" + vi.name() + "' has a symbolic dimension '" +
-                         d.dim_param() + "'; give the model static shapes");
-      }
-      t.shape.push_back(d.dim_value());
+    if (!tt.has_shape()) {
+      throw GraphError(source_ + ": graph input '" + vi.name() + "' declares no shape");
     }
+    for (const auto& d : tt.shape().dim()) {
+      const size_t axis = t.shape.size();
+      if (d.has_dim_value()) {
+        t.shape.push_back(d.dim_value());
+        t.dim_names.emplace_back();
+      } else if (d.has_dim_param() && !d.dim_param().empty()) {
+        t.shape.push_back(bind_dim(source_, vi.name(), axis, d.dim_param(), dims_));
+        t.dim_names.push_back(d.dim_param());
+      } else {
+        throw GraphError(source_ + ": graph input '" + vi.name() + "' axis " +
+                         std::to_string(axis) + " has neither a size nor a name");
+      }
+    }
+    bool symbolic = false;
+    for (const auto& n : t.dim_names) symbolic = symbolic || !n.empty();
+    if (!symbolic) t.dim_names.clear();
     if (t.shape.size() == 4) t.layout = Layout::NCHW;
     g_.add_tensor(std::move(t));
   }
@@ -744,9 +760,14 @@ class Importer {
       int_shapes_[out] = std::move(shape);
       return true;
     };
-    if (op == "Shape") {
+    if (op == "Shape") {  // opset 15: start and end pick a range of the axes
       const Shape s = shape_of(ins.at(0));
-      return set(s, {int64_t(s.size())});
+      const int64_t r = int64_t(s.size());
+      auto clamp = [&](int64_t v) { return std::clamp(v < 0 ? v + r : v, int64_t(0), r); };
+      const int64_t start = clamp(int_attr(on, "start", 0)), end = clamp(int_attr(on, "end", r));
+      if (start >= end) refuse(on, name, "start and end select no axis");
+      const Shape part(s.begin() + start, s.begin() + end);
+      return set(part, {int64_t(part.size())});
     }
     if (op == "ConstantOfShape" && !ins.empty() && is_int(ins[0])) {
       // One value (attribute 'value', default float 0) over a constant shape: an int
@@ -823,15 +844,33 @@ class Importer {
     if (op == "Unsqueeze" || op == "Squeeze") {
       return set(a, reshaped(on, name, ins, as));
     }
-    if (op == "Slice" && as.size() <= 1) {  // e.g. Slice(Shape(x), 0, 2)
+    if (op == "Slice") {  // Slice(Shape(x), 0, 2); position ids: buffer[:, :S]
       Node n;
       n.name = name;
       n.attrs = slice_attrs(on, name, ins);
-      std::vector<int64_t> v;
-      for (const graph::SliceDim& d : slice_dims(n, {int64_t(a.size())})) {
-        for (int64_t i = 0; i < d.extent; ++i) v.push_back(a[size_t(d.start + i * d.step)]);
+      const Shape shape = as.empty() ? Shape{int64_t(a.size())} : as;
+      const std::vector<graph::SliceDim> dims = slice_dims(n, shape);
+      Shape out;
+      int64_t count = 1;
+      for (const auto& d : dims) {
+        out.push_back(d.extent);
+        count *= d.extent;
       }
-      return set(v, {int64_t(v.size())});
+      std::vector<int64_t> v;
+      v.reserve(size_t(count));
+      std::vector<int64_t> idx(dims.size(), 0);  // row-major over the output
+      for (int64_t e = 0; e < count; ++e) {
+        int64_t src = 0;
+        for (size_t k = 0; k < dims.size(); ++k) {
+          src = src * shape[k] + dims[k].start + idx[k] * dims[k].step;
+        }
+        v.push_back(a[size_t(src)]);
+        for (size_t k = dims.size(); k-- > 0;) {
+          if (++idx[k] < dims[k].extent) break;
+          idx[k] = 0;
+        }
+      }
+      return set(v, as.size() <= 1 ? Shape{int64_t(v.size())} : out);
     }
     if (op == "Concat") {
       std::vector<int64_t> v;
@@ -870,9 +909,16 @@ class Importer {
 
   // A node whose inputs are all constants is evaluated now (the reference executor) and its
   // output becomes a param: constant subgraphs never reach the planner.
+  // An expand that makes copies stays a node: folded, it would store every copy, and with a
+  // dynamic batch (cls_token.expand(B, ...)) a weight's shape would depend on the batch.
   bool fold(const Node& n) {
     for (const auto& in : n.inputs) {
       if (!is_param(in)) return false;
+    }
+    if (n.op == "expand") {
+      const Tensor& x = g_.tensor(n.inputs[0]);
+      const Shape out = broadcast_shapes(n, x.shape, attr_ints(n, "shape", {}));
+      if (num_elements(out) > num_elements(x.shape)) return false;
     }
     Graph scratch;
     std::set<std::string> seen;
@@ -972,6 +1018,7 @@ class Importer {
   const onnx::ModelProto& model_;
   std::string source_;
   std::string base_dir_;  // the model file's folder: where external data may lie
+  DimBindings dims_;      // sizes of the inputs' symbolic dimensions
   int64_t opset_ = 0;
   Graph g_;
   std::map<std::string, std::vector<int64_t>> int_constants_;
@@ -983,21 +1030,43 @@ class Importer {
 }  // namespace
 
 Graph import_onnx_bytes(const std::string& bytes, const std::string& source,
-                        const std::string& base_dir) {
+                        const std::string& base_dir, const DimBindings& dims) {
   onnx::ModelProto model;
   if (!model.ParseFromString(bytes)) {
     throw GraphError(source + ": not a valid ONNX model (protobuf parse failed)");
   }
-  return Importer(model, source, base_dir).run();
+  return Importer(model, source, base_dir, dims).run();
 }
 
-Graph import_onnx(const std::string& path) {
+std::vector<std::pair<std::string, std::vector<std::string>>> onnx_input_dims(
+    const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw GraphError(path + ": cannot open the ONNX file");
+  onnx::ModelProto model;
+  if (!model.ParseFromIstream(&in)) {
+    throw GraphError(path + ": not a valid ONNX model (protobuf parse failed)");
+  }
+  std::set<std::string> initializers;
+  for (const auto& t : model.graph().initializer()) initializers.insert(t.name());
+  std::vector<std::pair<std::string, std::vector<std::string>>> out;
+  for (const auto& vi : model.graph().input()) {
+    if (initializers.count(vi.name())) continue;
+    std::vector<std::string> names;
+    for (const auto& d : vi.type().tensor_type().shape().dim()) {
+      names.push_back(d.has_dim_value() ? "" : d.dim_param());
+    }
+    out.emplace_back(vi.name(), std::move(names));
+  }
+  return out;
+}
+
+Graph import_onnx(const std::string& path, const DimBindings& dims) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw GraphError(path + ": cannot open the ONNX file");
   std::stringstream ss;
   ss << in.rdbuf();
   const std::filesystem::path dir = std::filesystem::path(path).parent_path();
-  return import_onnx_bytes(ss.str(), path, dir.empty() ? "." : dir.string());
+  return import_onnx_bytes(ss.str(), path, dir.empty() ? "." : dir.string(), dims);
 }
 
 }  // namespace opfuse::graph

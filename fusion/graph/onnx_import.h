@@ -21,6 +21,8 @@
 #pragma once
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "fusion/graph/graph.h"
 
@@ -30,9 +32,17 @@ namespace opfuse::graph {
 // from files in the model's folder, size-checked against their dims; a location outside the
 // folder (absolute, `..`, a link out) is refused, a missing or short file names the tensor
 // and the file.
-Graph import_onnx(const std::string& path);
+//
+// An input dimension given by name (dim_param, e.g. a dynamic batch) takes its size from
+// `dims`; without it the import fails naming the input, the axis and the symbol. The tensor
+// keeps the name (Tensor::dim_names), and shape arithmetic (Shape -> Gather -> Concat ->
+// Reshape, as exporters write a dynamic batch) folds at that size.
+Graph import_onnx(const std::string& path, const DimBindings& dims = {});
+// Each graph input's per-axis dim_param ("" for a fixed size), read without importing.
+std::vector<std::pair<std::string, std::vector<std::string>>> onnx_input_dims(
+    const std::string& path);
 // `base_dir`: where external data lies; empty: a model with external data is refused.
 Graph import_onnx_bytes(const std::string& bytes, const std::string& source = "<onnx>",
-                        const std::string& base_dir = "");
+                        const std::string& base_dir = "", const DimBindings& dims = {});
 
 }  // namespace opfuse::graph

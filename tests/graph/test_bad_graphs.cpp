@@ -195,3 +195,22 @@ TEST_CASE("bad file: a number too large for a double (found by fuzz_graph_json)"
   expect(R"({"format": "opfuse.graph", "version": 1, "name": "n", "x": [-0.05e9778]})",
          {"bad.json", "not valid JSON", "number overflow"});
 }
+
+TEST_CASE("a named extent: bound by the caller, kept through a save, refused unbound") {
+  const std::string text = doc(R"([{"name": "r", "op": "relu", "inputs": ["x"]}])", R"(["r"])", "[]",
+                               R"([{"name": "x", "shape": ["batch",3,8,8], "layout": "NCHW"}])");
+  expect(text, {"input 'x'", "axis 0", "symbolic dimension 'batch'", "--dim batch="});
+  const opfuse::graph::Graph g = graph_from_json_string(text, "named.json", {{"batch", 5}});
+  CHECK(g.tensor("r").shape == opfuse::graph::Shape{5, 3, 8, 8});
+  CHECK(g.tensor("x").dim_names == std::vector<std::string>{"batch", "", "", ""});
+  const opfuse::graph::Graph back = graph_from_json_string(opfuse::graph::graph_to_json_string(g));
+  CHECK(back == g);
+  check_graph_error([&] { graph_from_json_string(text, "named.json", {{"btach", 5}}); },
+                    {"symbolic dimension 'batch'", "sizes were given for: btach"});
+  check_graph_error(
+      [&] { graph_from_json_string(text, "named.json", {{"batch", 5}, {"btach", 5}}); },
+      {"no input has a dimension named 'btach'", "its symbols: batch"});
+  expect(doc(R"([{"name": "r", "op": "relu", "inputs": ["x"]}])", R"(["r"])", "[]",
+             R"([{"name": "x", "shape": [1.5,3,8,8]}])"),
+         {"$.inputs[0].shape", "integers or names"});
+}

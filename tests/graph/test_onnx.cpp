@@ -141,7 +141,17 @@ TEST_CASE("ONNX: unsupported ops and features are refused by name") {
     om.node("Relu", "r", {"x"}, "y");
     om.output("y");
     opfuse::testing::check_graph_error([&] { import_onnx_bytes(om.bytes()); },
-                                       {"input 'x'", "symbolic dimension 'N'"});
+                                       {"input 'x'", "axis 0", "symbolic dimension 'N'", "--dim N="});
+    // Bound: the size given, the name kept.
+    const Graph g = import_onnx_bytes(om.bytes(), "<onnx>", "", {{"N", 3}});
+    CHECK(g.tensor("x").shape == Shape{3, 4});
+    CHECK(g.tensor("x").dim_names == std::vector<std::string>{"N", ""});
+    CHECK(g.tensor("y").shape == Shape{3, 4});
+    opfuse::testing::check_graph_error(
+        [&] { import_onnx_bytes(om.bytes(), "<onnx>", "", {{"N", 0}}); }, {"'N'", "size 0"});
+    opfuse::testing::check_graph_error(
+        [&] { import_onnx_bytes(om.bytes(), "<onnx>", "", {{"N", 2}, {"batch", 2}}); },
+        {"no input has a dimension named 'batch'", "its symbols: N"});
   }
   {
     // ceil_mode with count_include_pad: PyTorch counts the declared pads, not the window's
