@@ -11,9 +11,10 @@
 
 namespace opfuse::fusion {
 
-graph::Graph load_model(const std::string& path, std::vector<std::string>* rewrites) {
-  if (std::filesystem::path(path).extension() != ".onnx") return graph::load_graph_json(path);
-  graph::Graph g = graph::import_onnx(path);
+graph::Graph load_model(const std::string& path, const graph::DimBindings& dims,
+                        std::vector<std::string>* rewrites) {
+  if (std::filesystem::path(path).extension() != ".onnx") return graph::load_graph_json(path, dims);
+  graph::Graph g = graph::import_onnx(path, dims);
   std::vector<std::string> log = canonicalize(g);
   // OPFUSE_CHANNELS_LAST=0 keeps an exported CNN's NCHW layout (to compare, or to bisect).
   const char* cl = std::getenv("OPFUSE_CHANNELS_LAST");
@@ -22,6 +23,19 @@ graph::Graph load_model(const std::string& path, std::vector<std::string>* rewri
   }
   if (rewrites) *rewrites = std::move(log);
   return g;
+}
+
+std::map<std::string, std::vector<std::string>> declared_symbols(const std::string& path) {
+  std::map<std::string, std::vector<std::string>> out;
+  const auto inputs = std::filesystem::path(path).extension() == ".onnx"
+                          ? graph::onnx_input_dims(path)
+                          : graph::json_input_dims(path);
+  for (const auto& [input, names] : inputs) {
+    for (size_t a = 0; a < names.size(); ++a) {
+      if (!names[a].empty()) out[names[a]].push_back(input + ":" + std::to_string(a));
+    }
+  }
+  return out;
 }
 
 }  // namespace opfuse::fusion

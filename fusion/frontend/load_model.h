@@ -4,6 +4,7 @@
 // the same graph.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -12,6 +13,17 @@
 namespace opfuse::fusion {
 
 // `rewrites`, when given, receives one line per canonicalisation rewrite that fired.
-graph::Graph load_model(const std::string& path, std::vector<std::string>* rewrites = nullptr);
+// `dims`: sizes of the model's symbolic input dimensions (a dynamic batch); the graph is
+// built at those sizes.
+graph::Graph load_model(const std::string& path, const graph::DimBindings& dims,
+                        std::vector<std::string>* rewrites = nullptr);
+inline graph::Graph load_model(const std::string& path,
+                               std::vector<std::string>* rewrites = nullptr) {
+  return load_model(path, {}, rewrites);
+}
+
+// The symbolic dimensions a model file's inputs declare (ONNX dim_param, names in a graph
+// file's shapes), without building the graph: symbol -> "input:axis" uses.
+std::map<std::string, std::vector<std::string>> declared_symbols(const std::string& path);
 
 }  // namespace opfuse::fusion

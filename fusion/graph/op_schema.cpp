@@ -349,6 +349,34 @@ std::vector<bool> reduced_axes(const Node& n, size_t rank) {
   return reduced;
 }
 
+bool couples_along(const Node& n, const Tensor& x, size_t input, int axis) {
+  const std::string& op = n.op;
+  const size_t rank = x.shape.size();
+  if (input > 0) {  // the weight, a broadcast operand, indices: only matmul's b has a K
+    return op == "matmul" && input == 1 && rank >= 2 && axis == int(rank) - 2;
+  }
+  if (op == "reduce_sum" || op == "reduce_mean" || op == "reduce_max") {
+    return reduced_axes(n, rank)[size_t(axis)];
+  }
+  if (op == "softmax") return normalize_axis(n, attr_int(n, "axis", -1), rank) == axis;
+  if (op == "layer_norm") return axis >= normalize_axis(n, attr_int(n, "axis", -1), rank);
+  if (op == "gather" || op == "concat") {
+    return normalize_axis(n, attr_int(n, "axis", 0), rank) == axis;
+  }
+  if (op == "slice") {
+    const SliceDim d = slice_dims(n, x.shape)[size_t(axis)];
+    return d.start != 0 || d.step != 1;
+  }
+  if (op == "linear" || op == "matmul") return axis == int(rank) - 1;  // the K axis
+  if (op == "global_avg_pool" || has_trait(op, OpTrait::window)) {
+    if (rank != 4) return true;
+    const Layout l = op_layout(n, x);
+    const int h = l == Layout::NHWC ? 1 : 2, c = l == Layout::NHWC ? 3 : 1;
+    return axis == h || axis == h + 1 || (op == "conv2d" && axis == c);
+  }
+  return false;
+}
+
 std::vector<int64_t> gather_indices(const Node& n, const Shape& x) {
   const int axis = normalize_axis(n, attr_int(n, "axis", 0), x.size());
   std::vector<int64_t> idx = attr_ints(n, "indices", {});

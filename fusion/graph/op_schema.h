@@ -100,6 +100,13 @@ UnaryParams unary_params(const Node& n);
 
 // reduce_*: which of the input's `rank` axes are reduced ("axes", default all).
 std::vector<bool> reduced_axes(const Node& n, size_t rank);
+// Does one output element of `n` read its input number `input` (`x`) at more than its own index
+// along `axis` (a reduction, a normalisation, a window, a gather, a shifted slice or a matmul's
+// K along it)? Asked where that input and the output share the axis, e.g. whether samples along
+// a batch axis stay independent (fusion/frontend/dynamic.h). Ops that move axes (reshape,
+// transpose, concat) answer false: where the axis goes is their shapes' business.
+bool couples_along(const Node& n, const Tensor& x, size_t input, int axis);
+
 // gather: the constant indices along "axis", negative ones made positive, range-checked.
 std::vector<int64_t> gather_indices(const Node& n, const Shape& x);
 

@@ -14,7 +14,72 @@ namespace {
 
 class NetWriter {
  public:
-  NetWriter(ExportStyle style) : style_(style), om_(style == ExportStyle::dynamo ? 20 : 17) {}
+  NetWriter(ExportStyle style, bool dynamic_batch, bool dynamic_seq = false)
+      : style_(style), dynamic_(dynamic_batch), dynamic_seq_(dynamic_seq),
+        om_(style == ExportStyle::dynamo ? 20 : 17) {}
+  bool dynamic_seq() const { return dynamic_seq_; }
+
+  // A graph input whose first axis is the batch: dim_param "batch" with dynamic_axes.
+  void batch_input(const std::string& name, std::vector<int64_t> shape,
+                   onnx::TensorProto::DataType type = onnx::TensorProto::FLOAT) {
+    om_.input(name, shape, dynamic_);
+    auto* tt = om_.m.mutable_graph()->mutable_input()->rbegin()->mutable_type()->mutable_tensor_type();
+    tt->set_elem_type(type);
+    if (dynamic_) tt->mutable_shape()->mutable_dim(0)->set_dim_param("batch");
+    // Token inputs [batch, seq] with dynamic_axes={.., 1: "seq"}.
+    if (dynamic_seq_ && shape.size() == 2) tt->mutable_shape()->mutable_dim(1)->set_dim_param("seq");
+  }
+
+  // x.view(x.size(0), *rest), or x.view(*x.shape[:lead], *rest): a constant shape for a static
+  // batch; with a dynamic one the exporters compute it from the input's shape, TorchScript as
+  // Shape -> Gather -> Unsqueeze -> Concat per size, dynamo as Shape(start, end) -> Concat.
+  // `lead`: the leading sizes at the static batch 1 ({1}, or {1, S} for x.shape[:2]).
+  std::string reshape_lead(const std::string& x, const std::vector<int64_t>& lead,
+                           const std::vector<int64_t>& rest, const std::string& shape_of = "") {
+    if (!dynamic_ && !dynamic_seq_) {
+      std::vector<int64_t> shape = lead;
+      shape.insert(shape.end(), rest.begin(), rest.end());
+      return reshape(x, shape);
+    }
+    const std::string src = shape_of.empty() ? x : shape_of;
+    const std::string n = fresh("view");
+    std::vector<std::string> parts;
+    if (style_ == ExportStyle::dynamo) {
+      auto* sh = om_.node("Shape", n + "_shape", {src}, n + "_lead");
+      OnnxModel::i(sh, "start", 0);
+      OnnxModel::i(sh, "end", int64_t(lead.size()));
+      parts.push_back(n + "_lead");
+    } else {
+      om_.node("Shape", n + "_shape", {src}, n + "_dims");
+      for (int64_t i = 0; i < int64_t(lead.size()); ++i) {
+        const std::string idx = n + "_i" + std::to_string(i);
+        int_scalar(idx, i);
+        om_.node("Gather", n + "_g" + std::to_string(i), {n + "_dims", idx}, idx + "_size");
+        om_.init_ints(idx + "_axes", {0});
+        om_.node("Unsqueeze", n + "_u" + std::to_string(i), {idx + "_size", idx + "_axes"},
+                 idx + "_v");
+        parts.push_back(idx + "_v");
+      }
+    }
+    om_.init_ints(n + "_rest", rest);
+    parts.push_back(n + "_rest");
+    OnnxModel::i(om_.node("Concat", n + "_cat", parts, n + "_target"), "axis", 0);
+    om_.node("Reshape", n, {x, n + "_target"}, n + "_out");
+    return n + "_out";
+  }
+  bool dynamic() const { return dynamic_; }
+  // t.expand(like.size(0), *rest): Expand to a shape whose first size is `like`'s.
+  std::string expand_lead(const std::string& t, const std::string& like,
+                          const std::vector<int64_t>& rest) {
+    const std::string n = fresh("expand");
+    auto* sh = om_.node("Shape", n + "_shape", {like}, n + "_lead");
+    OnnxModel::i(sh, "start", 0);
+    OnnxModel::i(sh, "end", 1);
+    om_.init_ints(n + "_rest", rest);
+    OnnxModel::i(om_.node("Concat", n + "_cat", {n + "_lead", n + "_rest"}, n + "_target"), "axis", 0);
+    om_.node("Expand", n, {t, n + "_target"}, n + "_out");
+    return n + "_out";
+  }
 
   OnnxModel& model() { return om_; }
 
@@ -151,7 +216,33 @@ class NetWriter {
   }
   // [1, S, heads * hd] -> [1, heads, S, hd]: the attention heads of a projection.
   std::string heads(const std::string& x, int64_t seq, int64_t heads, int64_t hd) {
-    return transpose(reshape(x, {1, seq, heads, hd}), {0, 2, 1, 3});
+    if (dynamic_seq_) return transpose(reshape_lead(x, {1, seq}, {heads, hd}), {0, 2, 1, 3});
+    return transpose(reshape_lead(x, {1}, {seq, heads, hd}), {0, 2, 1, 3});
+  }
+  // [.., S, heads, hd] (after the transpose back) -> [1, S, d].
+  std::string merge_heads(const std::string& t, int64_t seq, int64_t d) {
+    if (dynamic_seq_) return reshape_lead(t, {1, seq}, {d});
+    return reshape_lead(t, {1}, {seq, d});
+  }
+  // S, the token inputs' second size, as a 1-element int64 tensor (Shape(ids, 1, 2)) when the
+  // sequence is dynamic.
+  std::string seq_size(const std::string& ids) {
+    const std::string n = fresh("seq_len");
+    auto* sh = om_.node("Shape", n, {ids}, n + "_out");
+    OnnxModel::i(sh, "start", 1);
+    OnnxModel::i(sh, "end", 2);
+    return n + "_out";
+  }
+  // buffer[:, :S] (or [:, :, :S, :S]): a registered buffer cut to the sequence, as the
+  // exporters write it with a dynamic length.
+  std::string cut_to(const std::string& buffer, const std::string& len, const std::vector<int64_t>& axes) {
+    const std::string n = fresh("cut");
+    om_.init_ints(n + "_starts", std::vector<int64_t>(axes.size(), 0));
+    std::vector<std::string> ends(axes.size(), len);
+    OnnxModel::i(om_.node("Concat", n + "_cat", ends, n + "_ends"), "axis", 0);
+    om_.init_ints(n + "_axes", axes);
+    om_.node("Slice", n, {buffer, n + "_starts", n + "_ends", n + "_axes"}, n + "_out");
+    return n + "_out";
   }
   std::string scale(const std::string& x, float k) {
     const std::string n = fresh("scale");
@@ -206,9 +297,9 @@ class NetWriter {
     const float a = float(std::sqrt(3.0 / double(din)));
     weight(n + ".weight", {din, dout}, -a, a);
     weight(n + ".bias", {dout}, -0.1f, 0.1f);
-    const std::string flat = reshape(x, {rows, din});
+    const std::string flat = reshape(x, {dynamic_ || dynamic_seq_ ? -1 : rows, din});
     om_.node("Gemm", n, {flat, n + ".weight", n + ".bias"}, n + "_mm");
-    return reshape(n + "_mm", {1, rows, dout});
+    return reshape_lead(n + "_mm", {1, rows}, {dout}, x);
   }
   std::string split3(const std::string& x, int64_t axis, int64_t part, std::string out[3]) {
     const std::string n = fresh("split");
@@ -280,8 +371,7 @@ class NetWriter {
       auto* f = om_.node("Flatten", "flatten", {pooled}, "flat");
       OnnxModel::i(f, "axis", 1);
     } else {
-      om_.init_ints("view_shape", {1, c});
-      om_.node("Reshape", "view", {pooled, "view_shape"}, "flat");
+      flat = reshape_lead(pooled, {1}, {c});
     }
     const float a = float(std::sqrt(3.0 / double(c)));
     weight("fc.weight", {classes, c}, -a, a);
@@ -330,6 +420,8 @@ class NetWriter {
 
  private:
   ExportStyle style_;
+  bool dynamic_;
+  bool dynamic_seq_;
   OnnxModel om_;
   int counter_ = 0;
   uint64_t seed_ = 1000;
@@ -338,7 +430,7 @@ class NetWriter {
 // torchvision.models.resnet18: 7x7/2 stem, 3x3/2 max pool, four stages of two BasicBlocks
 // (64, 128, 256, 512 channels; 1x1/2 projection where the stride or width changes).
 void resnet18(NetWriter& w, int64_t image) {
-  w.model().input("x", {1, 3, image, image});
+  w.batch_input("x", {1, 3, image, image});
   std::string x = w.conv_bn("x", 3, 64, 7, 2, 1, "relu");
   auto* mp = w.model().node("MaxPool", "maxpool", {x}, "maxpool_out");
   OnnxModel::ints(mp, "kernel_shape", {3, 3});
@@ -362,7 +454,7 @@ void resnet18(NetWriter& w, int64_t image) {
 
 // torchvision.models.mobilenet_v2: inverted residuals (t, c, n, s) with ReLU6, 1280-wide head.
 void mobilenet_v2(NetWriter& w, int64_t image) {
-  w.model().input("x", {1, 3, image, image});
+  w.batch_input("x", {1, 3, image, image});
   std::string x = w.conv_bn("x", 3, 32, 3, 2, 1, "relu6");
   int64_t c = 32;
   const int64_t config[][4] = {{1, 16, 1, 1},  {6, 24, 2, 2},  {6, 32, 3, 2}, {6, 64, 4, 2},
@@ -385,7 +477,7 @@ void mobilenet_v2(NetWriter& w, int64_t image) {
 // torchvision.models.efficientnet_b0: MBConv blocks (expand, k, stride, out, repeats) with
 // SiLU, squeeze-excitation (a quarter of the block's input channels) and residuals.
 void efficientnet_b0(NetWriter& w, int64_t image) {
-  w.model().input("x", {1, 3, image, image});
+  w.batch_input("x", {1, 3, image, image});
   std::string x = w.conv_bn("x", 3, 32, 3, 2, 1, "silu");
   int64_t c = 32;
   const int64_t config[][5] = {{1, 3, 1, 16, 1},  {6, 3, 2, 24, 2},  {6, 5, 2, 40, 2},
@@ -417,7 +509,7 @@ void efficientnet_b0(NetWriter& w, int64_t image) {
 void vit_tiny(NetWriter& w, int64_t image) {
   const int64_t d = 192, heads = 3, hd = d / heads, depth = 12, p = 16;
   const int64_t tokens = (image / p) * (image / p) + 1;
-  w.model().input("x", {1, 3, image, image});
+  w.batch_input("x", {1, 3, image, image});
   const float a = float(std::sqrt(3.0 / double(3 * p * p)));
   w.weight("patch_embed.proj.weight", {d, 3, p, p}, -a, a);
   w.weight("patch_embed.proj.bias", {d}, -0.1f, 0.1f);
@@ -429,27 +521,30 @@ void vit_tiny(NetWriter& w, int64_t image) {
   OnnxModel::ints(pe, "dilations", {1, 1});
   OnnxModel::i(pe, "group", 1);
   // flatten(2).transpose(1, 2), then cat(cls_token, x) and + pos_embed.
-  std::string x = w.transpose(w.reshape("patches", {1, d, tokens - 1}), {0, 2, 1});
+  std::string x = w.transpose(w.reshape_lead("patches", {1}, {d, tokens - 1}), {0, 2, 1});
   w.weight("cls_token", {1, 1, d}, -0.02f, 0.02f);
   w.weight("pos_embed", {1, tokens, d}, -0.02f, 0.02f);
-  OnnxModel::i(w.model().node("Concat", "cat_cls", {"cls_token", x}, "with_cls"), "axis", 1);
+  // cls_token.expand(B, -1, -1): an Expand to the batch's size (a no-op at batch 1).
+  std::string cls = "cls_token";
+  if (w.dynamic()) cls = w.expand_lead(cls, x, {1, d});
+  OnnxModel::i(w.model().node("Concat", "cat_cls", {cls, x}, "with_cls"), "axis", 1);
   x = w.add("with_cls", "pos_embed");
   for (int64_t b = 0; b < depth; ++b) {
     // Attention: qkv -> [1, T, 3, heads, hd] -> [3, 1, heads, T, hd] -> unbind(0).
     std::string h = w.layer_norm(x, d);
-    std::string qkv = w.transpose(w.reshape(w.linear(h, d, 3 * d), {1, tokens, 3, heads, hd}),
+    std::string qkv = w.transpose(w.reshape_lead(w.linear(h, d, 3 * d), {1}, {tokens, 3, heads, hd}),
                                   {2, 0, 3, 1, 4});
     const std::string q = w.gather(qkv, 0, 0), k = w.gather(qkv, 0, 1), v = w.gather(qkv, 0, 2);
     std::string att = w.binary("MatMul", w.scale(q, 1.0f / std::sqrt(float(hd))),
                                w.transpose(k, {0, 1, 3, 2}));
     h = w.binary("MatMul", w.softmax(att), v);
-    h = w.reshape(w.transpose(h, {0, 2, 1, 3}), {1, tokens, d});
+    h = w.reshape_lead(w.transpose(h, {0, 2, 1, 3}), {1}, {tokens, d});
     x = w.add(x, w.linear(h, d, d));
     // MLP.
     h = w.linear(w.gelu(w.linear(w.layer_norm(x, d), d, 4 * d)), 4 * d, d);
     x = w.add(x, h);
   }
-  const std::string cls = w.gather(w.layer_norm(x, d), 1, 0);  // x[:, 0]: [1, d]
+  cls = w.gather(w.layer_norm(x, d), 1, 0);  // x[:, 0]: [1, d]
   const float ah = float(std::sqrt(3.0 / double(d)));
   w.weight("head.weight", {1000, d}, -ah, ah);
   w.weight("head.bias", {1000}, -0.1f, 0.1f);
@@ -464,16 +559,25 @@ void vit_tiny(NetWriter& w, int64_t image) {
 // the mask as (1 - mask[:, None, None, :].float()) * finfo.min added to the scores.
 void bert_encoder(NetWriter& w, int64_t seq) {
   const int64_t d = 768, heads = 12, hd = d / heads, ffn = 3072, vocab = 30522, layers = 2;
-  w.int_input("input_ids", {1, seq});
-  w.int_input("attention_mask", {1, seq});
-  std::vector<int64_t> pos(static_cast<size_t>(seq)), zeros(static_cast<size_t>(seq), 0);
-  for (int64_t i = 0; i < seq; ++i) pos[size_t(i)] = i;
-  w.int_tensor("position_ids", {1, seq}, pos);
-  w.int_tensor("token_type_ids", {1, seq}, zeros);
+  w.batch_input("input_ids", {1, seq}, onnx::TensorProto::INT64);
+  w.batch_input("attention_mask", {1, seq}, onnx::TensorProto::INT64);
+  // The registered buffers position_ids = arange(512) and token_type_ids = zeros(512), cut to
+  // the sequence ([:, :S]; at a static length the exporters fold the cut).
+  const int64_t buf = w.dynamic_seq() ? 512 : seq;
+  std::vector<int64_t> pos(static_cast<size_t>(buf)), zeros(static_cast<size_t>(buf), 0);
+  for (int64_t i = 0; i < buf; ++i) pos[size_t(i)] = i;
+  w.int_tensor("position_ids", {1, buf}, pos);
+  w.int_tensor("token_type_ids", {1, buf}, zeros);
+  std::string position_ids = "position_ids", token_type_ids = "token_type_ids";
+  if (w.dynamic_seq()) {
+    const std::string len = w.seq_size("input_ids");
+    position_ids = w.cut_to("position_ids", len, {1});
+    token_type_ids = w.cut_to("token_type_ids", len, {1});
+  }
   std::string x = w.add(w.add(w.embedding("embeddings.word_embeddings.weight", vocab, d, "input_ids"),
                               w.embedding("embeddings.token_type_embeddings.weight", 2, d,
-                                          "token_type_ids")),
-                        w.embedding("embeddings.position_embeddings.weight", 512, d, "position_ids"));
+                                          token_type_ids)),
+                        w.embedding("embeddings.position_embeddings.weight", 512, d, position_ids));
   x = w.layer_norm(x, d, 1e-12f);
   // The extended mask [1, 1, 1, S].
   const std::string m4 = w.unsqueeze(w.unsqueeze("attention_mask", 1), 2);
@@ -489,8 +593,8 @@ void bert_encoder(NetWriter& w, int64_t seq) {
     const std::string sq = w.fresh("sqrt_hd");
     w.model().scalar(sq, 8.0f);
     s = w.add(w.binary("Div", s, sq), mask);
-    std::string h = w.reshape(w.transpose(w.binary("MatMul", w.softmax(s), v), {0, 2, 1, 3}),
-                              {1, seq, d});
+    std::string h = w.merge_heads(w.transpose(w.binary("MatMul", w.softmax(s), v), {0, 2, 1, 3}),
+                                  seq, d);
     x = w.layer_norm(w.add(w.linear(h, d, d), x), d, 1e-12f);
     h = w.linear(w.gelu(w.linear(x, d, ffn)), ffn, d);
     x = w.layer_norm(w.add(h, x), d, 1e-12f);
@@ -504,32 +608,49 @@ void bert_encoder(NetWriter& w, int64_t seq) {
 // c_proj, ln_2, the gelu_new MLP, residuals, ln_f.
 void gpt2_block(NetWriter& w, int64_t seq) {
   const int64_t d = 768, heads = 12, hd = d / heads, vocab = 50257;
-  w.int_input("input_ids", {1, seq});
-  std::vector<int64_t> pos(static_cast<size_t>(seq));
-  for (int64_t i = 0; i < seq; ++i) pos[size_t(i)] = i;
-  w.int_tensor("position_ids", {1, seq}, pos);
+  w.batch_input("input_ids", {1, seq}, onnx::TensorProto::INT64);
+  std::string position_ids = "position_ids", seq_len;
+  if (w.dynamic_seq()) {
+    // torch.arange(0, S).unsqueeze(0): Range on the input's length.
+    seq_len = w.seq_size("input_ids");
+    w.int_scalar("range_start", 0);
+    w.int_scalar("range_delta", 1);
+    w.model().node("Squeeze", "seq_scalar", {seq_len}, "seq_scalar_out");
+    w.model().node("Range", "positions", {"range_start", "seq_scalar_out", "range_delta"}, "positions_out");
+    position_ids = w.unsqueeze("positions_out", 0);
+  } else {
+    std::vector<int64_t> pos(static_cast<size_t>(seq));
+    for (int64_t i = 0; i < seq; ++i) pos[size_t(i)] = i;
+    w.int_tensor("position_ids", {1, seq}, pos);
+  }
   std::string x = w.add(w.embedding("wte.weight", vocab, d, "input_ids"),
-                        w.embedding("wpe.weight", 1024, d, "position_ids"));
+                        w.embedding("wpe.weight", 1024, d, position_ids));
   std::string h = w.layer_norm(x, d, 1e-5f);
   std::string qkv[3];
   w.split3(w.conv1d(h, seq, d, 3 * d), 2, d, qkv);
   std::string s = w.binary("MatMul", w.heads(qkv[0], seq, heads, hd),
                            w.transpose(w.heads(qkv[1], seq, heads, hd), {0, 1, 3, 2}));
   s = w.scale(s, 1.0f / std::sqrt(float(hd)));
-  // The causal mask: bool [1, 1, S, S], lower triangular.
+  // The causal mask: bool [1, 1, S, S], lower triangular (with a dynamic length, the
+  // registered bias [1, 1, 1024, 1024] cut to [:, :, :S, :S]; the exporters fold it otherwise).
+  const int64_t mask_size = w.dynamic_seq() ? 1024 : seq;
   auto* cm = w.model().m.mutable_graph()->add_initializer();
   cm->set_name("causal_mask");
   cm->set_data_type(onnx::TensorProto::BOOL);
-  for (int64_t dim : {int64_t(1), int64_t(1), seq, seq}) cm->add_dims(dim);
-  for (int64_t i = 0; i < seq; ++i) {
-    for (int64_t j = 0; j < seq; ++j) cm->add_int32_data(j <= i ? 1 : 0);
+  for (int64_t dim : {int64_t(1), int64_t(1), mask_size, mask_size}) cm->add_dims(dim);
+  std::string mask_bytes(size_t(mask_size * mask_size), '\0');
+  for (int64_t i = 0; i < mask_size; ++i) {
+    for (int64_t j = 0; j <= i; ++j) mask_bytes[size_t(i * mask_size + j)] = 1;
   }
+  cm->set_raw_data(mask_bytes);
+  std::string causal = "causal_mask";
+  if (w.dynamic_seq()) causal = w.cut_to("causal_mask", seq_len, {2, 3});
   w.model().scalar("mask_value", -3.4028234663852886e38f);
   const std::string wh = w.fresh("where");
-  w.model().node("Where", wh, {"causal_mask", s, "mask_value"}, wh + "_out");
-  h = w.reshape(w.transpose(w.binary("MatMul", w.softmax(wh + "_out"), w.heads(qkv[2], seq, heads, hd)),
-                            {0, 2, 1, 3}),
-                {1, seq, d});
+  w.model().node("Where", wh, {causal, s, "mask_value"}, wh + "_out");
+  h = w.merge_heads(w.transpose(w.binary("MatMul", w.softmax(wh + "_out"), w.heads(qkv[2], seq, heads, hd)),
+                                {0, 2, 1, 3}),
+                    seq, d);
   x = w.add(w.conv1d(h, seq, d, d), x);
   h = w.conv1d(w.gelu_tanh(w.conv1d(w.layer_norm(x, d, 1e-5f), seq, d, 4 * d)), seq, 4 * d, d);
   x = w.add(h, x);
@@ -549,8 +670,9 @@ const char* style_name(ExportStyle s) {
 }
 
 std::string write_network(const std::string& name, ExportStyle style, const std::string& dir,
-                          int64_t image) {
-  NetWriter w(style);
+                          int64_t image, bool dynamic_batch, bool dynamic_seq) {
+  const bool tokens = name == "bert_encoder" || name == "gpt2_block";
+  NetWriter w(style, dynamic_batch, dynamic_seq && tokens);
   if (name == "resnet18") {
     resnet18(w, image);
   } else if (name == "mobilenet_v2") {
@@ -568,7 +690,9 @@ std::string write_network(const std::string& name, ExportStyle style, const std:
                              "' (resnet18, mobilenet_v2, efficientnet_b0, vit_tiny, "
                              "bert_encoder, gpt2_block)");
   }
-  const std::string path = dir + "/" + name + "_" + style_name(style) + ".onnx";
+  const std::string path =
+      dir + "/" + name + "_" + style_name(style) + (dynamic_batch ? "_dynbatch" : "") +
+      (dynamic_seq && tokens ? "_dynseq" : "") + ".onnx";
   w.save(path);
   return path;
 }

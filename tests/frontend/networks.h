@@ -29,7 +29,13 @@ const std::vector<std::string>& network_names();
 const char* style_name(ExportStyle s);
 // Writes DIR/<name>_<style>.onnx (and, dynamo, DIR/<name>_<style>.onnx.data); returns the
 // model's path. `image` is the input's height and width (224 for the real networks).
+// `dynamic_batch`: exported with dynamic_axes={input: {0: "batch"}} (DIR/<name>_<style>_dynbatch.onnx):
+// the inputs' first axis is dim_param "batch", and the reshapes that name the batch compute it
+// from a tensor's shape as each exporter writes it (the static exports write constants).
+// `dynamic_seq` (bert_encoder, gpt2_block): also {1: "seq"} on the token inputs
+// (<...>_dynseq.onnx): position ids from Range or cut from a buffer, the causal mask cut from
+// the registered bias, the reshapes taking the length from the tensors' shapes.
 std::string write_network(const std::string& name, ExportStyle style, const std::string& dir,
-                          int64_t image = 224);
+                          int64_t image = 224, bool dynamic_batch = false, bool dynamic_seq = false);
 
 }  // namespace opfuse::testing

@@ -1,7 +1,9 @@
 // Writes the corpus networks (tests/frontend/networks.h) as ONNX files in both exporters'
 // styles: DIR/<network>_<torchscript|dynamo>.onnx (+ .onnx.data for dynamo).
-// Usage: write_networks DIR [IMAGE [NETWORK]]   (IMAGE: input height and width, default 224;
-// NETWORK: only that one)
+// Usage: write_networks [--dynamic-batch] [--dynamic-seq] DIR [IMAGE [NETWORK]]   (IMAGE: input
+// height and width, default 224; NETWORK: only that one; --dynamic-batch: exported with a
+// symbolic batch, DIR/<network>_<style>_dynbatch.onnx; --dynamic-seq: the token models with a
+// symbolic sequence length too, ..._dynseq.onnx)
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -10,8 +12,22 @@
 #include "tests/frontend/networks.h"
 
 int main(int argc, char** argv) {
+  bool dynamic = false, dynamic_seq = false;
+  while (argc >= 2 && std::string(argv[1]).rfind("--dynamic-", 0) == 0) {
+    const std::string flag = argv[1];
+    if (flag == "--dynamic-batch") {
+      dynamic = true;
+    } else if (flag == "--dynamic-seq") {
+      dynamic_seq = true;
+    } else {
+      std::fprintf(stderr, "unknown flag %s\n", flag.c_str());
+      return 1;
+    }
+    --argc;
+    ++argv;
+  }
   if (argc < 2 || argc > 4) {
-    std::fprintf(stderr, "usage: %s DIR [IMAGE [NETWORK]]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s [--dynamic-batch] [--dynamic-seq] DIR [IMAGE [NETWORK]]\n", argv[0]);
     return 1;
   }
   const int64_t image = argc >= 3 ? std::atoll(argv[2]) : 224;
@@ -25,7 +41,7 @@ int main(int argc, char** argv) {
   for (const auto& n : opfuse::testing::network_names()) {
     if (!only.empty() && n != only) continue;
     for (ExportStyle s : {ExportStyle::torchscript, ExportStyle::dynamo}) {
-      std::printf("%s\n", opfuse::testing::write_network(n, s, argv[1], image).c_str());
+      std::printf("%s\n", opfuse::testing::write_network(n, s, argv[1], image, dynamic, dynamic_seq).c_str());
     }
   }
   return 0;
