@@ -6,6 +6,9 @@
 #     [PROFILE <built-in profile | profile.json>]
 #     [PLAN <plan.json>]              # fused only: build these groups instead of the planner's
 #     [WEIGHTS embed | file | args]   # default: embed
+#     [DIMS <name>=<size>...]         # sizes of the model's symbolic dimensions (a dynamic
+#                                     # batch built at one size; `opfuse compile --dim
+#                                     # batch=MIN..MAX` makes a library for a range)
 #     [AUTOSCHEDULER_PARAMS <key=value>...])  # e.g. autoscheduler.beam_size=32
 #
 # Builds, at compile time, one Halide library per target from the graph with the generic graph
@@ -34,7 +37,7 @@ endif ()
 
 function(opfuse_add_fused_library name)
   cmake_parse_arguments(ARG "" "GRAPH;MODEL;STRATEGY;PROFILE;PLAN;WEIGHTS"
-                        "TARGETS;AUTOSCHEDULER_PARAMS" ${ARGN})
+                        "TARGETS;AUTOSCHEDULER_PARAMS;DIMS" ${ARGN})
   if (NOT ARG_GRAPH OR NOT ARG_STRATEGY OR NOT ARG_TARGETS)
     message(FATAL_ERROR "opfuse_add_fused_library(${name}): GRAPH, STRATEGY and TARGETS are required")
   endif ()
@@ -84,6 +87,12 @@ function(opfuse_add_fused_library name)
                plan_out=${CMAKE_CURRENT_BINARY_DIR}/${lib}.plan.json)
     if (ARG_PROFILE)
       list(APPEND params profile=${ARG_PROFILE})
+    endif ()
+    if (ARG_DIMS)
+      # name:size,... (a generator parameter's value holds no '=')
+      string(REPLACE "=" ":" dims "${ARG_DIMS}")
+      string(REPLACE ";" "," dims "${dims}")
+      list(APPEND params dims=${dims})
     endif ()
     set(deps ${graph})
     if (ARG_PLAN)

@@ -7,6 +7,10 @@
 //                              GPU targets)
 //                    plan_out  where to write the plan JSON (the decision log)
 //                    plan      a user's plan JSON to build instead of the planner's
+//                    dims      sizes of symbolic dimensions, "batch:4" (fusion/frontend/dynamic.h)
+//                    dispatch  one size's function of a dynamic dimension's library (its
+//                              weights that depend on the size embedded); with weights_out,
+//                              also the library's entry point (weights_entry.h, Dispatch)
 //
 //                    embed_weights  params as constant data inside the library (opfuse
 //                              compile's default for models up to its --embed-limit): the
@@ -21,9 +25,11 @@
 // with embed_weights), in declaration order, then every graph output, each a halide_buffer_t in row-major order
 // (Halide dimension 0 is the tensor's last axis); names are the tensor names made C-safe.
 #include <fstream>
+#include <optional>
 #include <thread>
 
 #include "Halide.h"
+#include "fusion/frontend/dynamic.h"
 #include "fusion/frontend/load_model.h"
 #include "fusion/graph/json_io.h"
 #include "fusion/graph/host_tensor.h"
@@ -52,13 +58,39 @@ class GraphGenerator : public Generator<GraphGenerator> {
   GeneratorParam<bool> embed_weights{"embed_weights", false};
   // Weights in a file beside the library, loaded and checked by its entry point.
   GeneratorParam<std::string> weights_out{"weights_out", ""};
+  // The weight arguments come from a weights file that another run of the generator writes (a
+  // dynamic batch's other sizes): laid out as weights_out lays them out.
+  GeneratorParam<bool> weights_from_file{"weights_from_file", false};
+  // Sizes of the model's symbolic dimensions, "batch:4[,other:N]" (a generator parameter's
+  // value holds no '='): the graph is built at them.
+  GeneratorParam<std::string> dims{"dims", ""};
+  // A dynamic dimension's library, "SYMBOL:MIN..MAX:B1,B2,..." (a batch, served at every size
+  // by slices) or "SYMBOL:exact:S1,S2,..." (those sizes): one generator run per size, each
+  // making NAME_b<size>_impl; the one with weights_out writes the entry point that calls
+  // them (generators/weights_entry.h).
+  GeneratorParam<std::string> dispatch{"dispatch", ""};
 
   void configure() {
     const std::string path = graph_file;
     _halide_user_assert(!path.empty())
         << "opfuse graph generator: set the 'graph' GeneratorParam to a graph file";
     try {
-      graph_ = fusion::load_model(path, &rewrites_);
+      graph::DimBindings& bindings = bindings_;
+      std::string list = dims;
+      for (size_t at = 0; !list.empty() && at != std::string::npos;) {
+        const size_t comma = list.find(',', at);
+        std::string spec = list.substr(at, comma - at);
+        if (const size_t colon = spec.find(':'); colon != std::string::npos) spec[colon] = '=';
+        const fusion::DimRange r = fusion::parse_dim(spec);
+        bindings[r.symbol] = r.min;
+        at = comma == std::string::npos ? comma : comma + 1;
+      }
+      graph_ = fusion::load_model(path, bindings, &rewrites_);
+      const std::string d = dispatch;
+      if (!d.empty()) {
+        dispatch_ = generators::parse_dispatch(d);
+        compare_sizes();
+      }
     } catch (const std::exception& e) {
       _halide_user_error << "opfuse graph generator: " << e.what() << "\n";
     }
@@ -74,7 +106,7 @@ class GraphGenerator : public Generator<GraphGenerator> {
     for (const auto& name : graph_.tensor_names()) {
       const graph::Tensor& t = graph_.tensor(name);
       if (t.kind == graph::TensorKind::intermediate) continue;
-      if (t.kind == graph::TensorKind::param && embed_weights) continue;
+      if (t.kind == graph::TensorKind::param && (embed_weights || own_params_.count(name))) continue;
       const Type type = ops::halide_type(t.dtype);
       const std::string c_name = declare(name);
       inputs_.push_back({name, add_input<Buffer<>>(c_name, type, int(t.shape.size()))});
@@ -90,6 +122,41 @@ class GraphGenerator : public Generator<GraphGenerator> {
       outputs_.push_back(add_output<Buffer<>>(c_name, type, int(t.shape.size())));
       args_.push_back({name, c_name, generators::PipelineArg::output, type});
     }
+    if (dispatch_) {
+      for (const auto& a : args_) {
+        if (a.kind == generators::PipelineArg::weight) continue;
+        const graph::Shape &s1 = graph_.tensor(a.tensor).shape, &s2 = other_.tensor(a.tensor).shape;
+        _halide_user_assert(s1.size() == s2.size())
+            << "opfuse graph generator: '" << a.tensor << "' changes rank with " << dispatch_->symbol;
+        for (size_t ax = 0; ax < s1.size(); ++ax) {
+          if (s1[ax] != s2[ax]) dispatch_->axes[a.c_name].push_back(int(ax));
+        }
+      }
+    }
+  }
+
+  // A dispatch's function: the model built at another of its sizes too. Weights that differ
+  // between the two (a causal mask or position ids cut to a sequence length) are this size's
+  // own, embedded in its function; the others are the weights file's, shared by every size.
+  void compare_sizes() {
+    const generators::Dispatch& d = *dispatch_;
+    const int64_t here = bindings_.at(d.symbol);
+    const int64_t other = here != d.buckets.front() ? d.buckets.front()
+                          : d.buckets.size() > 1    ? d.buckets[1]
+                                                    : here + 1;
+    graph::DimBindings at = bindings_;
+    at[d.symbol] = other;
+    other_ = fusion::load_model(graph_file, at);
+    for (const auto& name : graph_.params()) {
+      if (!other_.has_tensor(name)) {
+        throw std::runtime_error("weight '" + name + "' exists at " + d.symbol + " = " +
+                                 std::to_string(here) + " only: the model's structure depends on it");
+      }
+      const graph::Tensor &a = graph_.tensor(name), &b = other_.tensor(name);
+      if (a.shape != b.shape || graph::param_values(a).data != graph::param_values(b).data) {
+        own_params_.insert(name);
+      }
+    }
   }
 
   void generate() {
@@ -104,15 +171,21 @@ class GraphGenerator : public Generator<GraphGenerator> {
     if (!autoscheduled) records = plan_and_schedule(gpu);
     // Embedded weights that blocks read Cout-innermost are stored so in the object: no
     // repack on every call.
+    // A weights file stores every NHWC convolution's weights so (the same for each function
+    // reading the file); the generated function's buffers for them have those strides.
+    const std::string weights_prefix = weights_out;
     const std::set<std::string> packed =
-        embed_weights && !autoscheduled ? schedules::weights_to_pack(graph_, records)
-                                        : std::set<std::string>{};
+        autoscheduled ? std::set<std::string>{}
+        : embed_weights ? schedules::weights_to_pack(graph_, records)
+        : (!weights_prefix.empty() || weights_from_file) && !gpu ? schedules::nhwc_conv_weights(graph_)
+                                          : std::set<std::string>{};
 
     // --- Algorithm -------------------------------------------------------------------
     std::map<std::string, Func> sources;
     for (auto& [name, in] : inputs_) sources[name] = Func(*in);
-    if (embed_weights) {
+    if (embed_weights || !own_params_.empty()) {
       for (const auto& name : graph_.params()) {
+        if (!embed_weights && !own_params_.count(name)) continue;
         const graph::Tensor& t = graph_.tensor(name);
         Buffer<> b = ops::tensor_buffer(t, graph::param_values(t));
         if (packed.count(name)) b = ops::cout_innermost(b);
@@ -132,10 +205,10 @@ class GraphGenerator : public Generator<GraphGenerator> {
       (*outputs_[i])(v) = t.dtype == graph::DType::f16 ? cast(Float(16), e) : e;
       pipe.outputs.push_back(Func(*outputs_[i]));
     }
-    const std::string weights_prefix = weights_out;
     if (!weights_prefix.empty()) {
       try {
-        generators::write_weights_entry(weights_prefix, graph_, args_, gpu);
+        generators::write_weights_entry(weights_prefix, graph_, args_, gpu,
+                                        dispatch_ ? &*dispatch_ : nullptr, packed);
       } catch (const std::exception& e) {
         _halide_user_error << "opfuse graph generator: " << e.what() << "\n";
       }
@@ -148,6 +221,13 @@ class GraphGenerator : public Generator<GraphGenerator> {
       for (auto it = s.rbegin(); it != s.rend(); ++it) r.emplace_back(0, int(*it));
       in->set_estimates(r);
       for (size_t d = 0; d < s.size(); ++d) in->dim(int(d)).set_bounds(0, int(s[s.size() - 1 - d]));
+      if (packed.count(name) && s.size() == 4 && !embed_weights) {
+        // Cout-innermost, as the weights file stores it: dims kw, kh, ci, co.
+        in->dim(3).set_stride(1);
+        in->dim(0).set_stride(int(s[0]));
+        in->dim(1).set_stride(int(s[0] * s[3]));
+        in->dim(2).set_stride(int(s[0] * s[3] * s[2]));
+      }
     }
     schedules::set_output_estimates(pipe);
     schedules::bound_outputs(pipe);  // static shapes: exact regions, no over-approximation
@@ -202,6 +282,10 @@ class GraphGenerator : public Generator<GraphGenerator> {
 
  private:
   graph::Graph graph_;
+  graph::DimBindings bindings_;  // the sizes the graph is built at
+  std::optional<generators::Dispatch> dispatch_;
+  graph::Graph other_;                // the model at another of the dispatch's sizes
+  std::set<std::string> own_params_;  // weights of this size alone, embedded
   std::vector<std::string> rewrites_;  // canonicalisation of an ONNX model, for the plan log
   ops::LoweredGraph lowered_;
   std::vector<std::pair<std::string, Input<Buffer<>>*>> inputs_;

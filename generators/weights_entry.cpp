@@ -1,5 +1,6 @@
 #include "generators/weights_entry.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -50,8 +51,54 @@ void check_stream(const std::ofstream& f, const std::string& path) {
 
 }  // namespace
 
+Dispatch parse_dispatch(const std::string& text) {
+  auto bad = [&](const std::string& why) -> Dispatch {
+    throw std::invalid_argument("dispatch '" + text + "': " + why +
+                                " (expected SYMBOL:MIN..MAX:B1,B2,... or SYMBOL:exact:S1,S2,...)");
+  };
+  // ':', not '=': a generator parameter's value holds no '='.
+  Dispatch d;
+  const size_t c1 = text.find(':'), c2 = text.find(':', c1 == std::string::npos ? c1 : c1 + 1);
+  if (c1 == std::string::npos || c2 == std::string::npos || c1 == 0) return bad("malformed");
+  d.symbol = text.substr(0, c1);
+  const std::string range = text.substr(c1 + 1, c2 - c1 - 1);
+  try {
+    std::string list = text.substr(c2 + 1);
+    for (size_t at = 0; at != std::string::npos;) {
+      const size_t comma = list.find(',', at);
+      d.buckets.push_back(std::stoll(list.substr(at, comma - at)));
+      at = comma == std::string::npos ? comma : comma + 1;
+    }
+    std::sort(d.buckets.begin(), d.buckets.end());
+    if (range == "exact") {
+      d.exact = true;
+      d.min = d.buckets.front();
+      d.max = d.buckets.back();
+    } else {
+      const size_t dots = range.find("..");
+      if (dots == std::string::npos) return bad("no MIN..MAX");
+      d.min = std::stoll(range.substr(0, dots));
+      d.max = std::stoll(range.substr(dots + 2));
+    }
+  } catch (const std::logic_error&) {
+    return bad("a size is not a number");
+  }
+  if (d.min < 1 || d.max < d.min) bad("empty range");
+  if (!d.exact && d.buckets.front() != 1) bad("the sizes must include 1");
+  if (std::adjacent_find(d.buckets.begin(), d.buckets.end()) != d.buckets.end()) bad("a size twice");
+  return d;
+}
+
+std::string dispatch_to_string(const Dispatch& d) {
+  std::string s = d.symbol + ":" +
+                  (d.exact ? std::string("exact") : std::to_string(d.min) + ".." + std::to_string(d.max)) + ":";
+  for (size_t i = 0; i < d.buckets.size(); ++i) s += (i ? "," : "") + std::to_string(d.buckets[i]);
+  return s;
+}
+
 void write_weights_entry(const std::string& prefix, const graph::Graph& g,
-                         const std::vector<PipelineArg>& args, bool gpu) {
+                         const std::vector<PipelineArg>& args, bool gpu, const Dispatch* dispatch,
+                         const std::set<std::string>& cout_innermost) {
   const std::string name = fs::path(prefix).filename().string();
   const std::string weights_path = prefix + ".weights";
 
@@ -73,8 +120,11 @@ void write_weights_entry(const std::string& prefix, const graph::Graph& g,
                                std::to_string(weights::kMaxName) + " or more than " +
                                std::to_string(weights::kMaxRank) + " dimensions");
     }
+    const bool packed = cout_innermost.count(a.tensor) && t.shape.size() == 4;
     values.push_back(ops::tensor_buffer(t, graph::param_values(t)));
+    if (packed) values.back() = ops::cout_innermost(values.back());
     weights::Entry e{};
+    e.layout = packed ? weights::kCoutInnermost : weights::kRowMajor;
     std::snprintf(e.name, sizeof e.name, "%s", a.c_name.c_str());
     e.dtype = uint8_t(a.type.code());
     e.bits = uint8_t(a.type.bits());
@@ -124,7 +174,8 @@ void write_weights_entry(const std::string& prefix, const graph::Graph& g,
       table << "    {" << c_string(a.c_name) << ", " << int(a.type.code()) << ", "
             << a.type.bits() << ", " << t.shape.size() << ", {";
       for (size_t d = 0; d < t.shape.size(); ++d) table << (d ? ", " : "") << t.shape[d];
-      table << "}},\n";
+      table << "}, " << (cout_innermost.count(a.tensor) && t.shape.size() == 4 ? "w::kCoutInnermost" : "w::kRowMajor")
+            << "},\n";
       plan << weight++ << ", ";
     } else {
       plan << -1 - user << ", ";
@@ -133,11 +184,189 @@ void write_weights_entry(const std::string& prefix, const graph::Graph& g,
       ++user;
     }
   }
-  if (weight == 0) table << "    {\"\", 0, 0, 0, {}},\n";  // a model without weights
+  if (weight == 0) table << "    {\"\", 0, 0, 0, {}, 0},\n";  // a model without weights
   const std::string abs_weights = fs::absolute(weights_path).string();
   std::string format_text = kWeightsFileHeader;
   const size_t once = format_text.find("#pragma once");
   if (once != std::string::npos) format_text.erase(once, std::string("#pragma once").size());
+  // The generated functions: NAME_impl, or one per size of a dynamic batch.
+  const std::string impl =
+      dispatch ? name + "_b" + std::to_string(dispatch->buckets.front()) + "_impl" : name + "_impl";
+  std::ostringstream impl_decls, run_fn;
+  std::vector<std::string> impls;
+  if (dispatch) {
+    for (int64_t b : dispatch->buckets) impls.push_back(name + "_b" + std::to_string(b) + "_impl");
+  } else {
+    impls.push_back(impl);
+  }
+  for (const auto& f : impls) {
+    impl_decls << "extern \"C\" int " << f << "_argv(void** args);\n";
+  }
+  impl_decls << "extern \"C\" const struct halide_filter_metadata_t* " << impl << "_metadata();\n";
+  if (!dispatch) {
+    run_fn << "// The generated function on the caller's arguments and the weights.\n"
+           << "int run(Loaded* l, void** args) {\n"
+           << "  void* all[sizeof kPlan / sizeof kPlan[0]];\n"
+           << "  for (size_t i = 0; i < sizeof kPlan / sizeof kPlan[0]; ++i) {\n"
+           << "    all[i] = kPlan[i] >= 0 ? static_cast<void*>(&l->bufs[kPlan[i]]) : args[-1 - kPlan[i]];\n"
+           << "  }\n"
+           << "  return " << impl << "_argv(all);\n}\n\n"
+           << "void describe(halide_filter_argument_t*) {}\n\n";
+  } else {
+    // Per caller argument: its name, and which of its axes (row-major) are the symbol.
+    std::ostringstream masks, names;
+    int first_arg = -1, first_axis = -1, user_index = 0;
+    for (const auto& a : args) {
+      if (a.kind == PipelineArg::weight) continue;
+      unsigned mask = 0;
+      if (const auto it = dispatch->axes.find(a.c_name); it != dispatch->axes.end()) {
+        for (int ax : it->second) mask |= 1u << ax;
+        if (first_arg < 0 && a.kind != PipelineArg::output && !it->second.empty()) {
+          first_arg = user_index;
+          first_axis = it->second.front();
+        }
+      }
+      masks << mask << "u, ";
+      names << c_string(a.c_name) << ", ";
+      ++user_index;
+    }
+    if (first_arg < 0) throw std::runtime_error("no input carries " + dispatch->symbol);
+    std::ostringstream sizes, fns;
+    for (size_t k = 0; k < dispatch->buckets.size(); ++k) {
+      const size_t i = dispatch->exact ? k : dispatch->buckets.size() - 1 - k;
+      sizes << dispatch->buckets[i] << ", ";
+      fns << impls[i] << "_argv, ";
+    }
+    std::string listed, csv;
+    for (size_t i = 0; i < dispatch->buckets.size(); ++i) {
+      listed += (i ? ", " : "") + std::to_string(dispatch->buckets[i]);
+      csv += (i ? "," : "") + std::to_string(dispatch->buckets[i]);
+    }
+    run_fn << "// A dynamic " << dispatch->symbol << " (" << dispatch_to_string(*dispatch) << ").\n"
+           << "const char* const kSymbol = " << c_string(dispatch->symbol) << ";\n"
+           << "constexpr int64_t kMin = " << dispatch->min << ", kMax = " << dispatch->max << ";\n"
+           << "const int64_t kSizes[] = {" << sizes.str() << "};\n"
+           << "constexpr size_t kFunctions = " << dispatch->buckets.size() << ";\n"
+           << "int (*const kImpls[])(void**) = {" << fns.str() << "};\n"
+           << "// Per caller argument: a bit per row-major axis that is the symbol.\n"
+           << "const unsigned kAxes[] = {" << masks.str() << "};\n"
+           << "const char* const kNames[] = {" << names.str() << "};\n"
+           << "const char* const kListed = " << c_string(dispatch->exact ? " " + listed : "") << ";\n\n"
+           << R"(void weights_and(Loaded* l, void** user, void** all) {
+  for (size_t i = 0; i < sizeof kPlan / sizeof kPlan[0]; ++i) {
+    all[i] = kPlan[i] >= 0 ? static_cast<void*>(&l->bufs[kPlan[i]]) : user[-1 - kPlan[i]];
+  }
+}
+
+// The size, from the first input that carries the symbol; -1 if that input is no buffer of
+// the model's rank (the generated function then says which).
+int64_t size_of(void** args, int i, int axis) {
+  const auto* b = static_cast<const halide_buffer_t*>(args[i]);
+  if (!b || b->dimensions <= axis) return -1;
+  return b->dim[b->dimensions - 1 - axis].extent;
+}
+
+)";
+    if (dispatch->exact) {
+      run_fn << "// Each listed size has a function of its own; other sizes are refused (a sequence\n"
+             << "// length: attention mixes its positions, so it cannot be split).\n"
+             << "int run(Loaded* l, void** args) {\n"
+             << "  const int64_t n = size_of(args, " << first_arg << ", " << first_axis << ");\n"
+             << R"(  size_t k = 0;
+  while (k < kFunctions && kSizes[k] != n) ++k;
+  if (k == kFunctions) {
+    return fail(std::string(")" << name << R"(: ") + kSymbol + " = " + std::to_string(n) +
+                " is not one of the sizes it was compiled for:" + kListed);
+  }
+  void* all[sizeof kPlan / sizeof kPlan[0]];
+  weights_and(l, args, all);
+  return kImpls[k](all);
+}
+
+)";
+    } else {
+      run_fn << R"(// Slices of the batch (the first axis of every argument that carries it), each run by the
+// largest generated function that fits, in place (no copy).
+int run(Loaded* l, void** args) {
+  int64_t n = -1;
+  int first = -1;
+  for (int i = 0; i < kUserArgs; ++i) {
+    if (!kAxes[i]) continue;
+    const auto* b = static_cast<const halide_buffer_t*>(args[i]);
+    if (!b || b->dimensions < 1) return fail(std::string(")" << name << R"(: argument '") + kNames[i] + "' is no buffer");
+    const int64_t e = b->dim[b->dimensions - 1].extent;
+    if (n < 0) {
+      n = e;
+      first = i;
+    } else if (e != n) {
+      return fail(std::string(")" << name << R"(: '") + kNames[i] + "' has " + kSymbol + " = " +
+                  std::to_string(e) + " but '" + kNames[first] + "' has " + std::to_string(n));
+    }
+  }
+  if (n < kMin || n > kMax) {
+    return fail(std::string(")" << name << R"(: ") + kSymbol + " = " + std::to_string(n) +
+                " is outside the sizes it was compiled for, " + std::to_string(kMin) + ".." +
+                std::to_string(kMax));
+  }
+  halide_buffer_t views[kUserArgs];
+  std::vector<halide_dimension_t> dims[kUserArgs];
+  void* user[kUserArgs];
+  void* all[sizeof kPlan / sizeof kPlan[0]];
+  for (int64_t done = 0; done < n;) {
+    size_t k = 0;
+    while (kSizes[k] > n - done) ++k;
+    const int64_t size = kSizes[k];
+    for (int i = 0; i < kUserArgs; ++i) {
+      auto* src = static_cast<halide_buffer_t*>(args[i]);
+      user[i] = src;
+      if (!kAxes[i]) continue;
+      views[i] = *src;
+      dims[i].assign(src->dim, src->dim + src->dimensions);
+      halide_dimension_t& outer = dims[i].back();
+      views[i].dim = dims[i].data();
+      views[i].host = src->host + (outer.min + done) * int64_t(outer.stride) * src->type.bytes();
+      outer.extent = int32_t(size);
+      outer.min = 0;
+      views[i].device = 0;
+      views[i].device_interface = nullptr;
+      user[i] = &views[i];
+    }
+    weights_and(l, user, all);
+    if (int rc = kImpls[k](all)) return rc;
+    done += size;
+  }
+  return 0;
+}
+
+)";
+    }
+    run_fn << R"(// The metadata of an argument that carries the symbol has no estimate for its extent there:
+// runtime::Model reads -1, and NAME_dynamic for the symbol and its sizes.
+void describe(halide_filter_argument_t* user) {
+  static std::vector<std::vector<const int64_t*>> estimates(kUserArgs);
+  for (int i = 0; i < kUserArgs; ++i) {
+    if (!kAxes[i] || !user[i].buffer_estimates) continue;
+    const int d = user[i].dimensions;
+    estimates[i].assign(user[i].buffer_estimates, user[i].buffer_estimates + 2 * d);
+    for (int axis = 0; axis < d; ++axis) {
+      if (kAxes[i] & (1u << axis)) estimates[i][2 * (d - 1 - axis) + 1] = nullptr;
+    }
+    user[i].buffer_estimates = estimates[i].data();
+  }
+}
+
+}  // namespace
+
+// "SYMBOL MIN MAX" (every size in MIN..MAX), or "SYMBOL MIN MAX S1,S2,..." (those sizes only).
+extern "C" const char* )" << name << R"(_dynamic() {
+  static const std::string s = std::string(kSymbol) + " " + std::to_string(kMin) + " " +
+                               std::to_string(kMax) + (kListed[0] ? " )" << csv << R"(" : "");
+  return s.c_str();
+}
+
+namespace {
+)";
+  }
   std::ostringstream src;
   src << "// Generated by opfuse's graph generator: the entry point of " << name << ".\n"
       << "// It maps " << name << ".weights read-only on first use (beside the program or\n"
@@ -147,8 +376,7 @@ void write_weights_entry(const std::string& prefix, const graph::Graph& g,
       << "#include <sys/mman.h>\n#include <sys/stat.h>\n#include <unistd.h>\n\n"
       << "#include <atomic>\n#include <cerrno>\n#include <mutex>\n#include <string>\n#include <vector>\n\n"
       << "// runtime/weights_file.h, the file's format:\n" << format_text << "\n"
-      << "extern \"C\" int " << name << "_impl_argv(void** args);\n"
-      << "extern \"C\" const struct halide_filter_metadata_t* " << name << "_impl_metadata();\n"
+      << impl_decls.str()
       << "extern \"C\" int " << name << "_argv(void** args);\n\n"
       << "namespace {\n\n"
       << "namespace w = opfuse::weights;\n"
@@ -184,7 +412,7 @@ int fail(const std::string& msg) {
 
 // Under load_mutex. A file loaded before stays mapped: a call on another thread may read it.
 int load(const std::string& path) {
-  if ()" << name << R"(_impl_metadata()->num_arguments != int(sizeof kPlan / sizeof kPlan[0])) {
+  if ()" << impl << R"(_metadata()->num_arguments != int(sizeof kPlan / sizeof kPlan[0])) {
     return fail(")" << name << R"(: the generated function's arguments do not match its entry point");
   }
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -219,6 +447,13 @@ int load(const std::string& path) {
       l->dims[i][d] = halide_dimension_t{0, int32_t(e.dims[e.rank - 1 - d]), stride, 0};
       stride *= int32_t(e.dims[e.rank - 1 - d]);
     }
+    if (e.layout == w::kCoutInnermost) {  // Halide dims kw, kh, ci, co: co, kw, kh, ci in memory
+      const int32_t co = int32_t(e.dims[0]), kw = int32_t(e.dims[3]), kh = int32_t(e.dims[2]);
+      l->dims[i][3].stride = 1;
+      l->dims[i][0].stride = co;
+      l->dims[i][1].stride = co * kw;
+      l->dims[i][2].stride = co * kw * kh;
+    }
   }
   mappings.maps.emplace_back(map, size);
   mappings.loads.push_back(l);
@@ -251,7 +486,7 @@ std::string default_path() {
   return kWrittenAt;
 }
 
-}  // namespace
+)" << run_fn.str() << R"(}  // namespace
 
 extern "C" int )" << name << R"(_load_weights(const char* path) {
   std::lock_guard<std::mutex> lock(load_mutex);
@@ -269,24 +504,21 @@ extern "C" int )" << name << R"(_argv(void** args) {
       l = loaded.load(std::memory_order_acquire);
     }
   }
-  void* all[sizeof kPlan / sizeof kPlan[0]];
-  for (size_t i = 0; i < sizeof kPlan / sizeof kPlan[0]; ++i) {
-    all[i] = kPlan[i] >= 0 ? static_cast<void*>(&l->bufs[kPlan[i]]) : args[-1 - kPlan[i]];
-  }
   if (kSerialise) {
     std::lock_guard<std::mutex> lock(call_mutex);
-    return )" << name << R"(_impl_argv(all);
+    return run(l, args);
   }
-  return )" << name << R"(_impl_argv(all);
+  return run(l, args);
 }
 
 extern "C" const struct halide_filter_metadata_t* )" << name << R"(_metadata() {
   static const halide_filter_metadata_t md = [] {
-    const halide_filter_metadata_t* impl = )" << name << R"(_impl_metadata();
+    const halide_filter_metadata_t* impl = )" << impl << R"(_metadata();
     static halide_filter_argument_t user[kUserArgs];
     for (int i = 0; i < impl->num_arguments; ++i) {
       if (kPlan[i] < 0) user[-1 - kPlan[i]] = impl->arguments[i];
     }
+    describe(user);
     halide_filter_metadata_t m = *impl;
     m.num_arguments = kUserArgs;
     m.arguments = user;
@@ -320,7 +552,12 @@ extern "C" int )" << name << "(" << params.str() << ") {\n"
       << "int " << name << "_argv(void** args);\n"
       << "const struct halide_filter_metadata_t* " << name << "_metadata(void);\n"
       << "// NULL: the default file, if none is loaded yet.\n"
-      << "int " << name << "_load_weights(const char* path);\n\n"
+      << "int " << name << "_load_weights(const char* path);\n"
+      << (dispatch ? "// A dynamic " + dispatch->symbol + ": \"SYMBOL MIN MAX\" (every size in MIN..MAX) or\n"
+                         "// \"SYMBOL MIN MAX S1,S2,...\" (those sizes only), the sizes a call may take.\n"
+                         "const char* " + name + "_dynamic(void);\n"
+                   : std::string())
+      << "\n"
       << "#ifdef __cplusplus\n}  // extern \"C\"\n#endif\n\n#endif\n";
   {
     const std::string path = prefix + ".h";

@@ -4,6 +4,8 @@
 // entry takes the model's inputs and outputs only, as an embedded library's does.
 #pragma once
 
+#include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -20,10 +22,34 @@ struct PipelineArg {
   Halide::Type type;
 };
 
+// A dynamic dimension's entry point: the symbol, the sizes it serves, and the sizes it has a
+// generated function for (NAME_b<size>_impl each).
+//   sliced  (a batch, separable: fusion/frontend/dynamic.h) every size in min..max, 1 among the
+//           functions' sizes: a call at size n runs the largest function that fits on the next
+//           slice of the batch until n is done; the arguments that carry it (on their first
+//           axis) are sliced in place, without a copy
+//   exact   (a sequence length) the functions' sizes only, each call by its own function
+struct Dispatch {
+  std::string symbol;
+  int64_t min = 1, max = 1;
+  std::vector<int64_t> buckets;  // ascending
+  bool exact = false;
+  // Per argument (C name): its row-major axes that are the symbol. Filled by the generator.
+  std::map<std::string, std::vector<int>> axes;
+};
+// "batch:1..64:1,2,4,8" or "seq:exact:32,77,128"; std::invalid_argument saying what is wrong.
+Dispatch parse_dispatch(const std::string& text);
+std::string dispatch_to_string(const Dispatch& d);
+
 // Writes PREFIX.weights (every weight argument's values), PREFIX_entry.cpp and PREFIX.h. The
 // entry point is named after PREFIX's file name, NAME; it calls NAME_impl, the generated
-// function. `gpu`: calls are serialised, as the weights' buffers then hold device state.
+// function (with `dispatch`, NAME_b<size>_impl per size). `gpu`: calls are serialised, as the
+// weights' buffers then hold device state.
+// Weights in `cout_innermost` are stored so (weights::kCoutInnermost; the generated function's
+// buffer for each has those strides).
 void write_weights_entry(const std::string& prefix, const graph::Graph& g,
-                         const std::vector<PipelineArg>& args, bool gpu);
+                         const std::vector<PipelineArg>& args, bool gpu,
+                         const Dispatch* dispatch = nullptr,
+                         const std::set<std::string>& cout_innermost = {});
 
 }  // namespace opfuse::generators

@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <stdexcept>
 
@@ -107,8 +108,32 @@ HostBuffers::~HostBuffers() {
   }
 }
 
-Model::Model(std::string name, ArgvFunction fn, MetadataFunction metadata)
+Model::Model(std::string name, ArgvFunction fn, MetadataFunction metadata,
+             const char* (*dynamic)())
     : name_(std::move(name)), fn_(fn) {
+  if (dynamic) {  // "SYMBOL MIN MAX [S1,S2,...]"
+    const std::string d = dynamic();
+    std::vector<std::string> f;
+    for (size_t at = 0; at <= d.size();) {
+      const size_t sp = d.find(' ', at);
+      f.push_back(d.substr(at, sp == std::string::npos ? std::string::npos : sp - at));
+      if (sp == std::string::npos) break;
+      at = sp + 1;
+    }
+    try {
+      if (f.size() < 3 || f.size() > 4) throw std::invalid_argument("fields");
+      dynamic_.symbol = f[0];
+      dynamic_.min = std::stoll(f[1]);
+      dynamic_.max = std::stoll(f[2]);
+      for (size_t at = 0; f.size() == 4 && at != std::string::npos;) {
+        const size_t comma = f[3].find(',', at);
+        dynamic_.sizes.push_back(std::stoll(f[3].substr(at, comma - at)));
+        at = comma == std::string::npos ? comma : comma + 1;
+      }
+    } catch (const std::logic_error&) {
+      throw std::runtime_error("model " + name_ + ": malformed dynamic dimension '" + d + "'");
+    }
+  }
   const halide_filter_metadata_t* md = metadata();
   for (int i = 0; i < md->num_arguments; ++i) {
     const halide_filter_argument_t& a = md->arguments[i];
@@ -117,9 +142,14 @@ Model::Model(std::string name, ArgvFunction fn, MetadataFunction metadata)
     info.name = out ? output_name(a.name) : a.name;
     info.dtype = dtype_of(a.type);
     // The generator sets every buffer's estimates to the tensor's exact extents.
+    // A dynamic library's entry point leaves the batch's extent out.
     for (int d = a.dimensions - 1; d >= 0; --d) {
       const int64_t* extent = a.buffer_estimates ? a.buffer_estimates[2 * d + 1] : nullptr;
       info.shape.push_back(extent ? *extent : -1);
+      if (!extent && !dynamic_.symbol.empty()) {
+        info.dim_names.resize(size_t(a.dimensions));
+        info.dim_names[size_t(a.dimensions - 1 - d)] = dynamic_.symbol;
+      }
     }
     (out ? outputs_ : inputs_).push_back(std::move(info));
   }
@@ -147,10 +177,11 @@ Model Model::open(const std::string& path, const std::string& entry) {
   };
   auto fn = reinterpret_cast<ArgvFunction>(symbol(fn_name + "_argv"));
   auto md = reinterpret_cast<MetadataFunction>(symbol(fn_name + "_metadata"));
+  auto dynamic = reinterpret_cast<const char* (*)()>(dlsym(handle, (fn_name + "_dynamic").c_str()));
   // The library's own Halide runtime reports errors through its own handler: route them to
   // the one that turns them into exceptions.
   if (void* set = dlsym(handle, "halide_set_error_handler")) install_error_handler_into(set);
-  Model m(fn_name, fn, md);
+  Model m(fn_name, fn, md, dynamic);
   m.library_ = std::move(lib);
   if (void* load = dlsym(handle, (fn_name + "_load_weights").c_str())) {
     m.load_weights_ = reinterpret_cast<int (*)(const char*)>(load);
@@ -194,6 +225,8 @@ void Model::run(const std::vector<Tensor>& inputs, const std::vector<Tensor>& ou
          std::to_string(outputs_.size()) + " outputs, got " + std::to_string(inputs.size()) +
          " and " + std::to_string(outputs.size()));
   }
+  int64_t size = -1;  // the dynamic dimension's, from the first tensor that carries it
+  std::string size_from;
   for (size_t i = 0; i < inputs.size() + outputs.size(); ++i) {
     const bool is_out = i >= inputs.size();
     const Tensor& t = is_out ? outputs[i - inputs.size()] : inputs[i];
@@ -203,8 +236,39 @@ void Model::run(const std::vector<Tensor>& inputs, const std::vector<Tensor>& ou
     if (t.dtype != info.dtype) {
       fail(role + " must be " + to_string(info.dtype) + ", got " + to_string(t.dtype));
     }
-    if (t.shape != info.shape) {
-      fail(role + " must have shape " + shape_str(info.shape) + ", got " + shape_str(t.shape));
+    bool fits = t.shape.size() == info.shape.size();
+    for (size_t a = 0; fits && a < t.shape.size(); ++a) {
+      fits = info.shape[a] < 0 || t.shape[a] == info.shape[a];
+    }
+    if (!fits) {
+      std::string want = "[";
+      for (size_t a = 0; a < info.shape.size(); ++a) {
+        want += (a ? "," : "") + (info.shape[a] < 0 ? dynamic_.symbol : std::to_string(info.shape[a]));
+      }
+      fail(role + " must have shape " + want + "], got " + shape_str(t.shape));
+    }
+    for (size_t a = 0; a < info.dim_names.size(); ++a) {
+      if (info.dim_names[a].empty()) continue;
+      const int64_t v = t.shape[a];
+      if (size < 0) {
+        size = v;
+        size_from = role;
+        if (v < dynamic_.min || v > dynamic_.max) {
+          fail(role + " has " + dynamic_.symbol + " = " + std::to_string(v) +
+               ", outside the sizes the library was compiled for, " + std::to_string(dynamic_.min) +
+               ".." + std::to_string(dynamic_.max));
+        }
+        if (!dynamic_.sizes.empty() &&
+            std::find(dynamic_.sizes.begin(), dynamic_.sizes.end(), v) == dynamic_.sizes.end()) {
+          std::string listed;
+          for (int64_t x : dynamic_.sizes) listed += (listed.empty() ? "" : ", ") + std::to_string(x);
+          fail(role + " has " + dynamic_.symbol + " = " + std::to_string(v) +
+               ", not one of the sizes the library was compiled for: " + listed);
+        }
+      } else if (v != size) {
+        fail(role + " has " + dynamic_.symbol + " = " + std::to_string(v) + " but " + size_from +
+             " has " + std::to_string(size));
+      }
     }
   }
   int rc = 0;
@@ -237,9 +301,22 @@ std::map<std::string, OwnedTensor> Model::run(const std::map<std::string, Tensor
     ins.push_back(it->second);
   }
   for (const auto& [name, t] : inputs) input(name);  // an unknown name is an error
+  // A dynamic dimension's size from the inputs (run() checks them all).
+  int64_t size = -1;
+  for (size_t i = 0; i < inputs_.size() && size < 0; ++i) {
+    for (size_t a = 0; a < inputs_[i].dim_names.size(); ++a) {
+      if (!inputs_[i].dim_names[a].empty() && a < ins[i].shape.size()) size = ins[i].shape[a];
+    }
+  }
   std::map<std::string, OwnedTensor> out;
   std::vector<Tensor> outs;
-  for (const auto& a : outputs_) out[a.name] = OwnedTensor(a.shape, a.dtype);
+  for (const auto& a : outputs_) {
+    std::vector<int64_t> shape = a.shape;
+    for (int64_t& d : shape) {
+      if (d < 0) d = std::max<int64_t>(size, 0);  // run() refuses a missing or bad size
+    }
+    out[a.name] = OwnedTensor(shape, a.dtype);
+  }
   for (const auto& a : outputs_) outs.push_back(out[a.name].view());
   run(ins, outs);
   return out;

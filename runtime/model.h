@@ -8,7 +8,8 @@
 //   Model       one generated function: from a library linked into the program (its NAME_argv
 //               and NAME_metadata), or a shared object opened by path (Model::open)
 //
-// run() checks every tensor before the call and throws std::invalid_argument naming the
+// run() checks every tensor before the call (with a dynamic batch: every tensor carrying it
+// at one size, within the compiled range) and throws std::invalid_argument naming the
 // argument and what was expected; a failure inside the library (a weights file that does not
 // load, a GPU error) throws KernelError. A Model may be run from many threads at once.
 #pragma once
@@ -63,8 +64,18 @@ struct OwnedTensor {
 
 struct ArgInfo {
   std::string name;
-  std::vector<int64_t> shape;  // row-major
+  std::vector<int64_t> shape;  // row-major; -1 for an axis of any size (a dynamic batch)
   DType dtype = DType::f32;
+  std::vector<std::string> dim_names;  // per axis, the symbol of a -1 axis; empty if none
+};
+
+// A library that serves a range of sizes of one dimension (`opfuse compile --dim
+// batch=MIN..MAX`): the inputs that carry it and every output have it as their first axis.
+// Or one that serves a list of sizes of it, a function each (`--dim seq=32,77,128`).
+struct DynamicDim {
+  std::string symbol;
+  int64_t min = 1, max = 1;
+  std::vector<int64_t> sizes;  // empty: every size in min..max
 };
 
 // Halide buffers over tensors' memory (dimension 0 = the last axis), one per tensor, as a
@@ -92,7 +103,8 @@ class Model {
  public:
   // A generated function linked into this program: NAME_argv and NAME_metadata from NAME.h.
   // `name` labels errors.
-  Model(std::string name, ArgvFunction fn, MetadataFunction metadata);
+  Model(std::string name, ArgvFunction fn, MetadataFunction metadata,
+        const char* (*dynamic)() = nullptr);
   // A shared object (`opfuse compile --shared` writes NAME.so); `entry` is the generated
   // function's name, by default the file's stem. Throws std::runtime_error naming the file
   // and what is missing. The object stays loaded while a Model from it lives; opening one path
@@ -107,6 +119,8 @@ class Model {
   const std::vector<ArgInfo>& outputs() const { return outputs_; }
   const ArgInfo& input(const std::string& name) const;
   const ArgInfo& output(const std::string& name) const;
+  // The dimension a dynamic library serves a range of; nullptr for a library of fixed shapes.
+  const DynamicDim* dynamic() const { return dynamic_.symbol.empty() ? nullptr : &dynamic_; }
 
   // Into the caller's buffers, in the order of inputs() and outputs().
   void run(const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs) const;
@@ -127,6 +141,7 @@ class Model {
   std::string name_;
   ArgvFunction fn_;
   std::vector<ArgInfo> inputs_, outputs_;
+  DynamicDim dynamic_;
   std::shared_ptr<void> library_;  // the dlopen handle of Model::open
   int (*load_weights_)(const char*) = nullptr;  // NAME_load_weights of a weights-file library
 };

@@ -8,7 +8,7 @@
 //            checksum of the data
 //   Entry    per tensor, in the generated function's argument order: name, dtype, rank, dims,
 //            offset (64-byte aligned, so kernels read aligned rows), size in bytes
-//   data     the tensors, row-major
+//   data     the tensors, row-major or (NHWC convolutions' weights) Cout-innermost
 // The library maps the file read-only and points its weight buffers into the mapping, so the
 // weights are neither copied nor held twice.
 #pragma once
@@ -25,6 +25,9 @@ constexpr uint32_t kVersion = 1;
 constexpr uint32_t kMaxRank = 8;
 constexpr uint32_t kMaxName = 231;  // an Entry of 320 bytes
 constexpr uint64_t kAlign = 64;
+// How a tensor's elements lie: row-major, or a convolution's [Cout, Cin, KH, KW] with Cout
+// fastest, then KW, KH, Cin (the layout the NHWC kernels read, stored so at build time).
+constexpr uint8_t kRowMajor = 0, kCoutInnermost = 1;
 
 struct Header {
   char magic[8];
@@ -41,8 +44,9 @@ struct Entry {
   uint8_t dtype;            // halide_type_code_t
   uint8_t bits;
   uint8_t rank;
-  uint8_t reserved[5];
-  int64_t dims[kMaxRank];   // row-major
+  uint8_t layout;           // kRowMajor, or kCoutInnermost (a rank-4 conv weight)
+  uint8_t reserved[4];
+  int64_t dims[kMaxRank];   // row-major: the logical shape, whatever the layout
   uint64_t offset;
   uint64_t bytes;
 };
@@ -78,6 +82,7 @@ struct Expected {
   const char* name;
   uint8_t dtype, bits, rank;
   int64_t dims[kMaxRank];
+  uint8_t layout;
 };
 
 inline uint64_t element_bytes(const Expected& e) { return e.bits / 8; }
@@ -143,10 +148,10 @@ inline std::string validate(const unsigned char* file, uint64_t size, const std:
     if (std::strcmp(e.name, x.name) != 0) {
       return where + tensor + " is named '" + e.name + "' in the file";
     }
-    bool same = e.dtype == x.dtype && e.bits == x.bits && e.rank == x.rank;
+    bool same = e.dtype == x.dtype && e.bits == x.bits && e.rank == x.rank && e.layout == x.layout;
     for (uint8_t d = 0; same && d < x.rank && d < kMaxRank; ++d) same = e.dims[d] == x.dims[d];
     if (!same || e.bytes != tensor_bytes(x)) {
-      return where + tensor + " has another dtype or shape in the file than the model's";
+      return where + tensor + " has another dtype, shape or layout in the file than the model's";
     }
     if (e.offset % kAlign != 0 || e.offset < h.data_offset || e.offset > data_end ||
         e.bytes > data_end - e.offset) {

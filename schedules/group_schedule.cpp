@@ -946,6 +946,19 @@ std::set<std::string> weights_to_pack(const graph::Graph& g, const PipelineSched
   return out;
 }
 
+std::set<std::string> nhwc_conv_weights(const graph::Graph& g) {
+  std::set<std::string> out;
+  for (const auto& n : g.nodes()) {
+    if (n.op != "conv2d" || n.inputs.size() < 2) continue;
+    const graph::Tensor &x = g.tensor(n.inputs[0]), &w = g.tensor(n.inputs[1]);
+    if (w.kind == graph::TensorKind::param && w.shape.size() == 4 &&
+        graph::op_layout(n, x) == graph::Layout::NHWC) {
+      out.insert(w.name);
+    }
+  }
+  return out;
+}
+
 std::map<std::string, std::string> schedule_notes(const PipelineSchedule& s) {
   std::map<std::string, std::string> out;
   for (const GroupSchedule& g : s.groups) {

@@ -175,6 +175,10 @@ std::string schedule_to_table(const PipelineSchedule& s);
 // and that an anchor's block reads Cout-innermost (RegisterBlock::pack_weights): stored so
 // once, when the build makes their buffers, they need no repack on every call.
 std::set<std::string> weights_to_pack(const graph::Graph& g, const PipelineSchedule& s);
+// The weights of every NHWC convolution: what a weights file stores Cout-innermost. Decided
+// from the graph alone, not the records, so that every function reading one file (a dynamic
+// batch's sizes) expects the same layout; a block that does not pack reads them strided.
+std::set<std::string> nhwc_conv_weights(const graph::Graph& g);
 // Node -> its placement in a few words ("at_tile of relu_3", "root: 8 tiles"), for the DOT.
 std::map<std::string, std::string> schedule_notes(const PipelineSchedule& s);
 

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "fusion/graph/graph.h"
 
@@ -11,7 +12,11 @@ int write_zoo(const std::string& out_dir);
 
 // `opfuse check GRAPH`: loads a .json or .onnx graph, validates it and prints its nodes with
 // fusion kind and output shape; runs it through the reference executor when `run` is set.
-int check_graph(const std::string& path, bool run);
+// `dims`: NAME=N sizes of symbolic dimensions; each symbol not given is analysed (how one
+// compiled library serves its sizes, fusion/frontend/dynamic.h) and the graph shown at 1.
+int check_graph(const std::string& path, bool run, const std::vector<std::string>& dims = {});
+// NAME=N specs as bindings (std::invalid_argument for a range or a malformed spec).
+graph::DimBindings parse_bindings(const std::vector<std::string>& specs, const std::string& command);
 
 struct PlanCommand {
   std::string graph;
@@ -27,6 +32,7 @@ struct PlanCommand {
   double jitter_bound = 1.2;  // 7.7 jitter_fused < jitter_bound * jitter_unfused
   std::string measured;       // an `opfuse explore` folder with measured distributions
   bool show_log = false;
+  std::vector<std::string> dims;  // NAME=N sizes of symbolic dimensions
 };
 
 // `opfuse plan GRAPH`: plans fusion and prints the plan as a table with its reasons.
@@ -46,6 +52,9 @@ struct CompileCommand {
   std::string weights = "auto";
   double embed_limit_mib = 128;
   bool shared = false;  // also NAME.so, for runtime::Model::open
+  // NAME=N (built at that size) or NAME=MIN..MAX (a dynamic batch: one library for the range).
+  std::vector<std::string> dims;
+  std::vector<int64_t> buckets;  // a dynamic batch's generated sizes; empty: the default
 };
 
 // `opfuse compile MODEL --target T --out DIR`: runs the graph generator (`generator`, the

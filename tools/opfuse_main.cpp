@@ -69,6 +69,8 @@ int main(int argc, char** argv) {
   CLI::App* check_cmd = app.add_subcommand("check", "validate a graph file and describe it");
   check_cmd->add_option("graph", graph_path, "graph file (.json or .onnx)")->required();
   check_cmd->add_flag("--run", run_reference, "also run the reference executor on random inputs");
+  std::vector<std::string> check_dims;
+  check_cmd->add_option("--dim", check_dims, "NAME=N: a symbolic dimension's size, repeatable");
 
   std::string zoo_dir = "models";
   CLI::App* zoo_cmd = app.add_subcommand("zoo", "write the built-in model zoo as graph files");
@@ -98,6 +100,7 @@ int main(int argc, char** argv) {
                        "an `opfuse explore` folder: measured p50/p99 for the tail bounds");
   plan_cmd->add_flag("--no-fusion", plan.no_fusion, "the unfused plan");
   plan_cmd->add_flag("--log", plan.show_log, "print every decision");
+  plan_cmd->add_option("--dim", plan.dims, "NAME=N: a symbolic dimension's size, repeatable");
 
   std::string calibrate_out = "profile.json";
   bool calibrate_quick = false;
@@ -128,6 +131,13 @@ int main(int argc, char** argv) {
                           "MiB of weights up to which auto embeds them (default 128)");
   compile_cmd->add_flag("--shared", compile.shared,
                         "also link NAME.so, for opfuse::runtime::Model::open");
+  compile_cmd->add_option("--dim", compile.dims,
+                          "NAME=N: a symbolic dimension built at one size; NAME=MIN..MAX: a "
+                          "dynamic one (a batch), every size in the range served by one library");
+  compile_cmd->add_option("--buckets", compile.buckets,
+                          "a dynamic batch's sizes with a generated function each (default: "
+                          "the powers of two up to 4 within the range; 1 always), e.g. 1,2,4,8")
+      ->delimiter(',');
   compile_cmd->footer(
       "`opfuse run MODEL [--input NAME=FILE] [--check] [--reps N]` runs the fused plan through "
       "the JIT for a quick check.");
@@ -135,7 +145,7 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   try {
     if (*demo_cmd) return opfuse::tools::run_report(demo);
-    if (*check_cmd) return opfuse::tools::check_graph(graph_path, run_reference);
+    if (*check_cmd) return opfuse::tools::check_graph(graph_path, run_reference, check_dims);
     if (*zoo_cmd) return opfuse::tools::write_zoo(zoo_dir);
     if (*plan_cmd) return opfuse::tools::plan_command(plan);
     if (*calibrate_cmd) return opfuse::tools::calibrate_command(calibrate_out, calibrate_quick);

@@ -14,8 +14,11 @@
 #include <thread>
 
 #include "bench/zoo_model.h"
+#include "fusion/graph/host_tensor.h"
+#include "fusion/graph/json_io.h"
 #include "fusion/reference/compare.h"
 #include "fusion/reference/executor.h"
+#include "runtime/kernel.h"
 #include "runtime/model.h"
 #include "tests/kernel_check.h"
 
@@ -204,4 +207,99 @@ TEST_CASE("8 threads make the first calls at once: the weights load once, every 
   CHECK(right == 40);
   CHECK(wrong == 0);
   dlclose(h);
+}
+
+namespace {
+
+// dyn_block (x, y [batch, 8, 8, 16] -> relu(conv(x) + y)) at one batch size: inputs (seeded
+// by the size) and the reference's output.
+struct DynCase {
+  graph::Graph g;
+  graph::TensorMap in, want;
+  explicit DynCase(int64_t n)
+      : g(graph::load_graph_json(OPFUSE_DYN_BLOCK, {{"batch", n}})),
+        in(graph::random_inputs(g, uint64_t(n))),
+        want(reference::run(g, in)) {}
+  std::map<std::string, runtime::Tensor> inputs() const {
+    return {{"x", runtime::Tensor::f32(in.at("x").data.data(), in.at("x").shape)},
+            {"y", runtime::Tensor::f32(in.at("y").data.data(), in.at("y").shape)}};
+  }
+  bool matches(const runtime::OwnedTensor& t) const {
+    const auto& w = want.at("act");
+    if (t.shape != w.shape) return false;
+    std::vector<float> got(t.as<float>(), t.as<float>() + t.elements());
+    return reference::compare(got, w.data, testing::kZooTolerance).ok();
+  }
+};
+
+}  // namespace
+
+TEST_CASE("a dynamic batch: one library, any size in its range, checked shapes") {
+  const Model m = Model::open(kLibs + "/dynamic/dyn_block.so");
+  REQUIRE(m.dynamic());
+  CHECK(m.dynamic()->symbol == "batch");
+  CHECK(m.dynamic()->min == 1);
+  CHECK(m.dynamic()->max == 8);
+  CHECK(m.input("x").shape == std::vector<int64_t>{-1, 8, 8, 16});
+  CHECK(m.input("x").dim_names == std::vector<std::string>{"batch", "", "", ""});
+  CHECK(m.output("act").shape == std::vector<int64_t>{-1, 8, 8, 16});
+  // 1, 2 and 4 have functions of their own; 3, 7 and 8 are slices of them.
+  for (int64_t n : {1, 3, 4, 7, 8}) {
+    const DynCase c(n);
+    const auto out = m.run(c.inputs());
+    CHECK_MESSAGE(c.matches(out.at("act")), "batch " << n);
+  }
+  const DynCase three(3), four(4);
+  std::map<std::string, runtime::Tensor> mixed = three.inputs();
+  mixed["y"] = four.inputs().at("y");
+  CHECK(error_of([&] { m.run(mixed); }).find("input 'y' has batch = 4 but input 'x' has 3") !=
+        std::string::npos);
+  std::vector<float> big(9 * 8 * 8 * 16);
+  std::map<std::string, runtime::Tensor> nine = {{"x", runtime::Tensor::f32(big.data(), {9, 8, 8, 16})},
+                                                 {"y", runtime::Tensor::f32(big.data(), {9, 8, 8, 16})}};
+  CHECK(error_of([&] { m.run(nine); })
+            .find("input 'x' has batch = 9, outside the sizes the library was compiled for, 1..8") !=
+        std::string::npos);
+  std::map<std::string, runtime::Tensor> wrong = three.inputs();
+  wrong["y"] = runtime::Tensor::f32(big.data(), {3, 8, 8, 15});
+  CHECK(error_of([&] { m.run(wrong); }).find("input 'y' must have shape [batch,8,8,16], got [3,8,8,15]") !=
+        std::string::npos);
+  // The entry point checks for itself, for callers of the C ABI.
+  std::vector<float> out(9 * 8 * 8 * 16);
+  runtime::HostBuffers bufs({runtime::Tensor::f32(big.data(), {9, 8, 8, 16}),
+                             runtime::Tensor::f32(big.data(), {9, 8, 8, 16}),
+                             runtime::Tensor::f32(out.data(), {9, 8, 8, 16})});
+  void* argv[] = {&bufs[0], &bufs[1], &bufs[2]};
+  CHECK(m.entry()(argv) != 0);
+}
+
+TEST_CASE("a dynamic batch from 8 threads at mixed sizes: every answer right") {
+  const Model m = Model::open(kLibs + "/dynamic/dyn_block.so");
+  std::vector<DynCase> cases;
+  for (int64_t n = 1; n <= 8; ++n) cases.emplace_back(n);
+  std::atomic<int> right{0}, wrong{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 6; ++i) {
+        const DynCase& c = cases[size_t((t + 3 * i) % 8)];
+        try {
+          (c.matches(m.run(c.inputs()).at("act")) ? right : wrong)++;
+        } catch (...) {
+          ++wrong;
+        }
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  CHECK(right == 48);
+  CHECK(wrong == 0);
+}
+
+TEST_CASE("a symbolic batch built at one size by CMake (DIMS batch=3)") {
+  const Model& m = runtime::Registry::global().find("dyn_block_b3", "fused", "host").function();
+  CHECK(m.dynamic() == nullptr);
+  CHECK(m.input("x").shape == std::vector<int64_t>{3, 8, 8, 16});
+  const DynCase c(3);
+  CHECK(c.matches(m.run(c.inputs()).at("act")));
 }
