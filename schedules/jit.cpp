@@ -169,6 +169,27 @@ void CompiledPlan::run() {
   }
 }
 
+void CompiledPlan::set_inputs(const graph::TensorMap& inputs) {
+  const graph::Graph& g = *impl_->graph;
+  std::map<std::string, size_t> slot;  // buffer_sources keeps one per input and param, in order
+  for (const auto& name : g.tensor_names()) {
+    if (g.tensor(name).kind == graph::TensorKind::intermediate) continue;
+    const size_t next = slot.size();
+    slot[name] = next;
+  }
+  for (const auto& [name, value] : inputs) {
+    if (!g.has_tensor(name) || g.tensor(name).kind != graph::TensorKind::input) {
+      throw graph::GraphError("set_inputs: '" + name + "' is no graph input");
+    }
+    const graph::Tensor& t = g.tensor(name);
+    if (value.shape != t.shape) {
+      throw graph::GraphError("set_inputs: input '" + name + "' is " + graph::shape_to_string(t.shape) +
+                              ", given " + graph::shape_to_string(value.shape));
+    }
+    impl_->keep.at(slot.at(name)).copy_from(ops::tensor_buffer(t, value));
+  }
+}
+
 graph::TensorMap CompiledPlan::outputs() const {
   const graph::Graph& g = *impl_->graph;
   graph::TensorMap result;

@@ -31,6 +31,9 @@ class CompiledPlan {
   CompiledPlan& operator=(const CompiledPlan&) = delete;
 
   void run();                        // std::runtime_error when the pipeline fails
+  // New values for some graph inputs (same shapes), copied into the pipeline's buffers: the
+  // next run() reads them. GraphError for an unknown input or another shape.
+  void set_inputs(const graph::TensorMap& inputs);
   graph::TensorMap outputs() const;  // the graph outputs of the last run, by name
   // The most bytes the pipeline's heap allocations (intermediates Halide stores) held at once
   // during the last run; stack allocations of small tiles are not counted.

@@ -2,8 +2,10 @@
 // this CPU, for a quick check of a model before an AOT build.
 //
 //   opfuse run MODEL [--input NAME=FILE.npy|FILE.bin ...] [--outputs DIR] [--plan PLAN.json]
-//              [--library LIB.so] [--check] [--reps N]
+//              [--library LIB.so] [--check] [--reps N] [--dim NAME=N ...]
 //
+// A model with symbolic dimensions (a dynamic batch) runs at the sizes --dim gives, else at
+// those of the --input .npy files.
 // Inputs not given are random (seeded). `--check` compares every output with the reference
 // executor; `--reps` times the compiled plan (median). `--library` runs a library `opfuse
 // compile --shared` built from MODEL (runtime::Model) instead of the JIT, to check and time the
@@ -15,9 +17,12 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <optional>
+#include <thread>
 
 #include "fusion/cost/cost_model.h"
+#include "fusion/frontend/dynamic.h"
 #include "fusion/frontend/load_model.h"
 #include "fusion/hardware/profile.h"
 #include "fusion/planner/planner.h"
@@ -27,6 +32,7 @@
 #include "fusion/ops/realize.h"
 #include "runtime/model.h"
 #include "schedules/jit.h"
+#include "schedules/shape_cache.h"
 #include "schedules/emitter.h"
 #include "tools/npy.h"
 
@@ -35,15 +41,17 @@ namespace fs = std::filesystem;
 
 namespace {
 
-graph::HostTensor read_input(const std::string& file, const graph::Tensor& t) {
-  if (fs::path(file).extension() == ".npy") {
-    graph::HostTensor h = tools::read_npy(file);
-    if (h.shape != t.shape) {
-      throw std::runtime_error(file + ": shape " + graph::shape_to_string(h.shape) +
-                               " but input '" + t.name + "' is " + graph::shape_to_string(t.shape));
-    }
-    return h;
+graph::HostTensor checked_input(graph::HostTensor h, const std::string& file,
+                                const graph::Tensor& t) {
+  if (h.shape != t.shape) {
+    throw std::runtime_error(file + ": shape " + graph::shape_to_string(h.shape) +
+                             " but input '" + t.name + "' is " + graph::shape_to_string(t.shape));
   }
+  return h;
+}
+
+graph::HostTensor read_input(const std::string& file, const graph::Tensor& t) {
+  if (fs::path(file).extension() == ".npy") return checked_input(tools::read_npy(file), file, t);
   graph::HostTensor h(t.shape);  // raw float32
   std::ifstream in(file, std::ios::binary | std::ios::ate);
   if (!in) throw std::runtime_error(file + ": cannot open");
@@ -85,20 +93,26 @@ class LibraryRun {
       const graph::Tensor& t = g.tensor(it->second);
       const graph::HostTensor& v =
           t.kind == graph::TensorKind::input ? inputs.at(t.name) : params.at(t.name);
-      if (v.shape != a.shape) {
+      bool fits = v.shape.size() == a.shape.size();
+      for (size_t d = 0; fits && d < v.shape.size(); ++d) fits = a.shape[d] < 0 || a.shape[d] == v.shape[d];
+      if (!fits) {
         throw std::runtime_error(path + " takes '" + a.name + "' as " +
                                  graph::shape_to_string(a.shape) + ", the model's is " +
                                  graph::shape_to_string(v.shape) + ": built from another model?");
       }
       // In the tensor's storage dtype (integers are held as exact f32 values in the graph's).
       storage_.push_back(ops::tensor_buffer(t, v));
-      ins_.push_back({storage_.back().data(), a.shape, runtime_dtype(t.dtype)});
+      ins_.push_back({storage_.back().data(), v.shape, runtime_dtype(t.dtype)});
     }
     for (const auto& a : model_.outputs()) {
       if (a.dtype != runtime::DType::f32) {
         throw std::runtime_error("output '" + a.name + "' is not f32: not supported by --library");
       }
-      outs_.emplace_back(a.shape, a.dtype);
+      std::vector<int64_t> shape = a.shape;  // a dynamic batch's: the size the graph is at
+      for (const auto& name : g.outputs()) {
+        if (ops::halide_safe_name(name) == a.name) shape = g.tensor(name).shape;
+      }
+      outs_.emplace_back(shape, a.dtype);
     }
   }
   void run() {
@@ -129,6 +143,94 @@ class LibraryRun {
   std::vector<runtime::OwnedTensor> outs_;
 };
 
+graph::DimBindings parse_fixed(const std::vector<std::string>& specs) {
+  graph::DimBindings dims;
+  for (const auto& spec : specs) {
+    const fusion::DimRange r = fusion::parse_dim(spec);
+    if (r.min != r.max || !r.sizes.empty()) throw std::runtime_error("--dim " + spec + ": one size");
+    dims[r.symbol] = r.min;
+  }
+  return dims;
+}
+
+// --serve NAME=N1,N2,...: the calls, in order, through a ShapeCache; random inputs (seeded by
+// the call's index) at each size, checked against the reference with --check.
+int serve_sizes(const std::string& model_path, const std::string& spec,
+                const graph::DimBindings& fixed, size_t cache_size, bool predict, double gap_ms,
+                bool check, const std::string& profile) {
+  const fusion::DimRange r = fusion::parse_dim(spec);
+  std::vector<int64_t> sizes;  // in the order given, repeats kept
+  {
+    const std::string list = spec.substr(spec.find('=') + 1);
+    for (size_t at = 0; at != std::string::npos;) {
+      const size_t comma = list.find(',', at);
+      sizes.push_back(std::stoll(list.substr(at, comma - at)));
+      at = comma == std::string::npos ? comma : comma + 1;
+    }
+  }
+  schedules::ShapeCache::Options o;
+  o.capacity = cache_size;
+  o.predict = predict;
+  o.profile = profile;
+  schedules::ShapeCache cache(model_path, r.symbol, fixed, o);
+  std::map<int64_t, graph::Graph> graphs;  // the model at each size: inputs and the reference
+  int bad = 0;
+  std::printf("%-5s %6s %7s %12s  %s\n", "call", r.symbol.c_str(), "bucket", "latency ms", "cache");
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    const int64_t n = sizes[i];
+    if (!graphs.count(n)) {
+      graph::DimBindings at = fixed;
+      at[r.symbol] = n;
+      graphs.emplace(n, fusion::load_model(model_path, at));
+    }
+    const graph::Graph& g = graphs.at(n);
+    const graph::TensorMap in = graph::random_inputs(g, i + 1);
+    const auto before = cache.stats();
+    const auto t0 = std::chrono::steady_clock::now();
+    const graph::TensorMap out = cache.run(n, in);
+    const double ms = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() * 1e3;
+    const auto after = cache.stats();
+    const char* how = after.hits > before.hits     ? "hit"
+                      : after.waits > before.waits ? "waited for its compile"
+                                                   : "compiled";
+    std::printf("%-5zu %6lld %7lld %12.1f  %s", i, static_cast<long long>(n),
+                static_cast<long long>(cache.bucket_of(n)), ms, how);
+    if (check) {
+      const graph::TensorMap want = reference::run(g, in);
+      bool ok = true;
+      for (const auto& name : g.outputs()) {
+        ok = ok && reference::compare(out.at(name).data, want.at(name).data,
+                                      reference::kGraphTolerance).ok();
+      }
+      std::printf(", reference: %s", ok ? "match" : "MISMATCH");
+      bad += ok ? 0 : 1;
+    }
+    std::printf("\n");
+    if (gap_ms > 0) std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(gap_ms));
+  }
+  cache.wait_idle();
+  const auto st = cache.stats();
+  std::printf("calls %zu: %lld hits, %lld compiled on the call, %lld waited for a compile in "
+              "flight, %lld compiled ahead, %lld evicted\n",
+              sizes.size(), static_cast<long long>(st.hits), static_cast<long long>(st.misses),
+              static_cast<long long>(st.waits), static_cast<long long>(st.ahead_compiles),
+              static_cast<long long>(st.evictions));
+  std::printf("histogram:");
+  for (const auto& [n, calls] : st.histogram) {
+    std::printf(" %lld x%lld", static_cast<long long>(n), static_cast<long long>(calls));
+  }
+  std::printf("\n%-7s %6s %11s %14s %10s %9s %8s\n", "bucket", "calls", "compile s",
+              "first call ms", "mean ms", "compiles", "MiB");
+  for (const auto& [b, bs] : st.buckets) {
+    std::printf("%-7lld %6lld %11.2f %14.1f %10.1f %9d %8.1f%s\n", static_cast<long long>(b),
+                static_cast<long long>(bs.calls), bs.compile_s, bs.first_call_s * 1e3,
+                bs.calls ? bs.run_s / double(bs.calls) * 1e3 : 0.0, bs.compiles,
+                double(bs.bytes) / 1048576.0, bs.ahead ? "  (ahead)" : "");
+  }
+  for (const auto& line : st.log) std::printf("  %s\n", line.c_str());
+  return bad ? 2 : 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -152,10 +254,71 @@ int main(int argc, char** argv) {
   app.add_flag("--breakdown", breakdown,
                "profile one run with Halide's profiler: each group's measured time beside the "
                "cost model's prediction");
+  std::vector<std::string> dim_specs;
+  app.add_option("--dim", dim_specs,
+                 "NAME=N: the size of a symbolic dimension (a dynamic batch), repeatable; "
+                 "taken from the --input files when not given");
+  std::string serve;
+  app.add_option("--serve", serve,
+                 "NAME=N1,N2,...: serve calls at these sizes of a symbolic dimension, in order, "
+                 "through the JIT's shape cache (schedules/shape_cache.h); prints each call's "
+                 "latency and the cache's statistics");
+  bool no_predict = false;
+  app.add_flag("--no-predict", no_predict, "--serve without compiling the predicted size ahead");
+  size_t cache_size = 3;
+  app.add_option("--cache", cache_size, "--serve: compiled sizes kept (default 3)");
+  double gap_ms = 0;
+  app.add_option("--gap-ms", gap_ms, "--serve: idle time between calls, as between requests");
   CLI11_PARSE(app, argc, argv);
+  if (!serve.empty()) {
+    try {
+      return serve_sizes(model_path, serve, parse_fixed(dim_specs), cache_size, !no_predict,
+                         gap_ms, check, profile);
+    } catch (const std::exception& e) {
+      std::cerr << "opfuse run: " << e.what() << "\n";
+      return 1;
+    }
+  }
   try {
+    // The sizes of the model's symbolic dimensions: --dim, else the .npy inputs' shapes, which
+    // must agree with each other and with --dim.
+    graph::DimBindings dims;
+    std::map<std::string, std::string> dim_source;
+    for (const auto& spec : dim_specs) {
+      const fusion::DimRange r = fusion::parse_dim(spec);
+      if (r.min != r.max) throw std::runtime_error("--dim " + spec + ": opfuse run takes one size");
+      dims[r.symbol] = r.min;
+      dim_source[r.symbol] = "--dim " + spec;
+    }
+    std::map<std::string, graph::HostTensor> npy;  // --input NAME=FILE.npy, read once
+    for (const auto& spec : inputs) {
+      const auto eq = spec.find('=');
+      if (eq == std::string::npos) throw std::runtime_error("--input wants NAME=FILE, got " + spec);
+      const std::string file = spec.substr(eq + 1);
+      if (fs::path(file).extension() == ".npy") npy[spec.substr(0, eq)] = tools::read_npy(file);
+    }
+    for (const auto& [symbol, uses] : fusion::declared_symbols(model_path)) {
+      for (const auto& use : uses) {
+        const std::string input = use.substr(0, use.rfind(':'));
+        const size_t axis = std::stoul(use.substr(use.rfind(':') + 1));
+        const auto it = npy.find(input);
+        if (it == npy.end() || axis >= it->second.shape.size()) continue;  // the load says why
+        const int64_t size = it->second.shape[axis];
+        const std::string from = "input '" + input + "' (" + graph::shape_to_string(it->second.shape) + ")";
+        if (dims.count(symbol) && dims[symbol] != size) {
+          throw std::runtime_error(from + " has " + symbol + " = " + std::to_string(size) + " but " +
+                                   dim_source[symbol] + " says " + std::to_string(dims[symbol]));
+        }
+        dims[symbol] = size;
+        dim_source[symbol] = from;
+      }
+    }
+    for (const auto& [symbol, size] : dims) {
+      std::printf("%s = %lld (%s)\n", symbol.c_str(), static_cast<long long>(size),
+                  dim_source[symbol].c_str());
+    }
     std::vector<std::string> rewrites;
-    const graph::Graph g = fusion::load_model(model_path, &rewrites);
+    const graph::Graph g = fusion::load_model(model_path, dims, &rewrites);
     for (const auto& r : rewrites) std::printf("%s\n", r.c_str());
     // "host": this machine, for the ISA the JIT compiles for (HL_JIT_TARGET may name another).
     const fusion::RooflineCostModel model(
@@ -174,7 +337,8 @@ int main(int argc, char** argv) {
       if (!g.has_tensor(name) || g.tensor(name).kind != graph::TensorKind::input) {
         throw std::runtime_error("--input " + name + ": the model has no input of that name");
       }
-      in[name] = read_input(spec.substr(eq + 1), g.tensor(name));
+      in[name] = npy.count(name) ? checked_input(std::move(npy[name]), spec.substr(eq + 1), g.tensor(name))
+                                 : read_input(spec.substr(eq + 1), g.tensor(name));
     }
     for (const auto& name : g.inputs()) {
       if (std::none_of(inputs.begin(), inputs.end(),
