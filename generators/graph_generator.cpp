@@ -129,7 +129,13 @@ class GraphGenerator : public Generator<GraphGenerator> {
         _halide_user_assert(s1.size() == s2.size())
             << "opfuse graph generator: '" << a.tensor << "' changes rank with " << dispatch_->symbol;
         for (size_t ax = 0; ax < s1.size(); ++ax) {
-          if (s1[ax] != s2[ax]) dispatch_->axes[a.c_name].push_back(int(ax));
+          if (s1[ax] == s2[ax]) continue;
+          // The runtime and the entry point know an axis as the size itself, nothing else.
+          _halide_user_assert(s1[ax] == bindings_.at(dispatch_->symbol) && s2[ax] == other_size_)
+              << "opfuse graph generator: '" << a.tensor << "' axis " << ax << " is " << s1[ax]
+              << " at " << dispatch_->symbol << " = " << bindings_.at(dispatch_->symbol)
+              << ": an axis of a dynamic library's argument must be the size itself";
+          dispatch_->axes[a.c_name].push_back(int(ax));
         }
       }
     }
@@ -138,23 +144,35 @@ class GraphGenerator : public Generator<GraphGenerator> {
   // A dispatch's function: the model built at another of its sizes too. Weights that differ
   // between the two (a causal mask or position ids cut to a sequence length) are this size's
   // own, embedded in its function; the others are the weights file's, shared by every size.
+  // Every size's function must agree on which weights are the file's: listed sizes (exact)
+  // are each compared with all the others; a batch's (separable: no weight depends on it) with
+  // one other size.
   void compare_sizes() {
     const generators::Dispatch& d = *dispatch_;
     const int64_t here = bindings_.at(d.symbol);
-    const int64_t other = here != d.buckets.front() ? d.buckets.front()
-                          : d.buckets.size() > 1    ? d.buckets[1]
-                                                    : here + 1;
-    graph::DimBindings at = bindings_;
-    at[d.symbol] = other;
-    other_ = fusion::load_model(graph_file, at);
-    for (const auto& name : graph_.params()) {
-      if (!other_.has_tensor(name)) {
-        throw std::runtime_error("weight '" + name + "' exists at " + d.symbol + " = " +
-                                 std::to_string(here) + " only: the model's structure depends on it");
+    std::vector<int64_t> others;
+    for (int64_t b : d.buckets) {
+      if (b != here && (d.exact || others.empty())) others.push_back(b);
+    }
+    if (others.empty()) others.push_back(here + 1);
+    for (int64_t other : others) {
+      graph::DimBindings at = bindings_;
+      at[d.symbol] = other;
+      graph::Graph g2 = fusion::load_model(graph_file, at);
+      for (const auto& name : graph_.params()) {
+        if (!g2.has_tensor(name)) {
+          throw std::runtime_error("weight '" + name + "' exists at " + d.symbol + " = " +
+                                   std::to_string(here) + " but not at " + std::to_string(other) +
+                                   ": the model's structure depends on it");
+        }
+        const graph::Tensor &a = graph_.tensor(name), &b = g2.tensor(name);
+        if (a.shape != b.shape || graph::param_values(a).data != graph::param_values(b).data) {
+          own_params_.insert(name);
+        }
       }
-      const graph::Tensor &a = graph_.tensor(name), &b = other_.tensor(name);
-      if (a.shape != b.shape || graph::param_values(a).data != graph::param_values(b).data) {
-        own_params_.insert(name);
+      if (other_size_ < 0) {
+        other_ = std::move(g2);
+        other_size_ = other;
       }
     }
   }
@@ -285,6 +303,7 @@ class GraphGenerator : public Generator<GraphGenerator> {
   graph::DimBindings bindings_;  // the sizes the graph is built at
   std::optional<generators::Dispatch> dispatch_;
   graph::Graph other_;                // the model at another of the dispatch's sizes
+  int64_t other_size_ = -1;
   std::set<std::string> own_params_;  // weights of this size alone, embedded
   std::vector<std::string> rewrites_;  // canonicalisation of an ONNX model, for the plan log
   ops::LoweredGraph lowered_;

@@ -199,10 +199,13 @@ void write_weights_entry(const std::string& prefix, const graph::Graph& g,
   } else {
     impls.push_back(impl);
   }
+  std::string metadata_list;
   for (const auto& f : impls) {
-    impl_decls << "extern \"C\" int " << f << "_argv(void** args);\n";
+    impl_decls << "extern \"C\" int " << f << "_argv(void** args);\n"
+               << "extern \"C\" const struct halide_filter_metadata_t* " << f << "_metadata();\n";
+    metadata_list += f + "_metadata, ";
   }
-  impl_decls << "extern \"C\" const struct halide_filter_metadata_t* " << impl << "_metadata();\n";
+  impl_decls << "const halide_filter_metadata_t* (*const kMetadata[])() = {" << metadata_list << "};\n";
   if (!dispatch) {
     run_fn << "// The generated function on the caller's arguments and the weights.\n"
            << "int run(Loaded* l, void** args) {\n"
@@ -259,7 +262,7 @@ void write_weights_entry(const std::string& prefix, const graph::Graph& g,
 }
 
 // The size, from the first input that carries the symbol; -1 if that input is no buffer of
-// the model's rank (the generated function then says which).
+// the model's rank.
 int64_t size_of(void** args, int i, int axis) {
   const auto* b = static_cast<const halide_buffer_t*>(args[i]);
   if (!b || b->dimensions <= axis) return -1;
@@ -272,6 +275,10 @@ int64_t size_of(void** args, int i, int axis) {
              << "// length: attention mixes its positions, so it cannot be split).\n"
              << "int run(Loaded* l, void** args) {\n"
              << "  const int64_t n = size_of(args, " << first_arg << ", " << first_axis << ");\n"
+             << "  if (n < 0) {\n"
+             << "    return fail(std::string(\"" << name << ": argument '\") + kNames[" << first_arg
+             << "] + \"' is no buffer of the model's rank\");\n"
+             << "  }\n"
              << R"(  size_t k = 0;
   while (k < kFunctions && kSizes[k] != n) ++k;
   if (k == kFunctions) {
@@ -293,7 +300,10 @@ int run(Loaded* l, void** args) {
   for (int i = 0; i < kUserArgs; ++i) {
     if (!kAxes[i]) continue;
     const auto* b = static_cast<const halide_buffer_t*>(args[i]);
-    if (!b || b->dimensions < 1) return fail(std::string(")" << name << R"(: argument '") + kNames[i] + "' is no buffer");
+    if (!b || b->dimensions < 1 || !b->host) {
+      return fail(std::string(")" << name << R"(: argument '") + kNames[i] +
+                  "' is no buffer with host memory; bounds queries are not supported");
+    }
     const int64_t e = b->dim[b->dimensions - 1].extent;
     if (n < 0) {
       n = e;
@@ -324,7 +334,8 @@ int run(Loaded* l, void** args) {
       dims[i].assign(src->dim, src->dim + src->dimensions);
       halide_dimension_t& outer = dims[i].back();
       views[i].dim = dims[i].data();
-      views[i].host = src->host + (outer.min + done) * int64_t(outer.stride) * src->type.bytes();
+      // host points at the buffer's min: the slice starts `done` rows on, its min 0.
+      views[i].host = src->host + done * int64_t(outer.stride) * src->type.bytes();
       outer.extent = int32_t(size);
       outer.min = 0;
       views[i].device = 0;
@@ -412,8 +423,11 @@ int fail(const std::string& msg) {
 
 // Under load_mutex. A file loaded before stays mapped: a call on another thread may read it.
 int load(const std::string& path) {
-  if ()" << impl << R"(_metadata()->num_arguments != int(sizeof kPlan / sizeof kPlan[0])) {
-    return fail(")" << name << R"(: the generated function's arguments do not match its entry point");
+  for (const halide_filter_metadata_t* (*md)() : kMetadata) {
+    if (md()->num_arguments != int(sizeof kPlan / sizeof kPlan[0])) {
+      return fail(std::string(")" << name << R"(: the generated function ") + md()->name +
+                  " takes other arguments than its entry point passes");
+    }
   }
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return fail("cannot open weights file " + path + ": " + std::strerror(errno));

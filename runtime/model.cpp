@@ -215,6 +215,21 @@ const ArgInfo& Model::output(const std::string& name) const {
                               "' (outputs: " + names_of(outputs_) + ")");
 }
 
+void Model::check_size(const std::string& role, int64_t v) const {
+  const std::string what = "model " + name_ + ": " + role + " has " + dynamic_.symbol + " = " +
+                           std::to_string(v);
+  if (v < dynamic_.min || v > dynamic_.max) {
+    throw std::invalid_argument(what + ", outside the sizes the library was compiled for, " +
+                                std::to_string(dynamic_.min) + ".." + std::to_string(dynamic_.max));
+  }
+  if (!dynamic_.sizes.empty() &&
+      std::find(dynamic_.sizes.begin(), dynamic_.sizes.end(), v) == dynamic_.sizes.end()) {
+    std::string listed;
+    for (int64_t x : dynamic_.sizes) listed += (listed.empty() ? "" : ", ") + std::to_string(x);
+    throw std::invalid_argument(what + ", not one of the sizes the library was compiled for: " + listed);
+  }
+}
+
 void Model::run(const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs) const {
   install_error_handler();
   auto fail = [&](const std::string& what) {
@@ -253,18 +268,7 @@ void Model::run(const std::vector<Tensor>& inputs, const std::vector<Tensor>& ou
       if (size < 0) {
         size = v;
         size_from = role;
-        if (v < dynamic_.min || v > dynamic_.max) {
-          fail(role + " has " + dynamic_.symbol + " = " + std::to_string(v) +
-               ", outside the sizes the library was compiled for, " + std::to_string(dynamic_.min) +
-               ".." + std::to_string(dynamic_.max));
-        }
-        if (!dynamic_.sizes.empty() &&
-            std::find(dynamic_.sizes.begin(), dynamic_.sizes.end(), v) == dynamic_.sizes.end()) {
-          std::string listed;
-          for (int64_t x : dynamic_.sizes) listed += (listed.empty() ? "" : ", ") + std::to_string(x);
-          fail(role + " has " + dynamic_.symbol + " = " + std::to_string(v) +
-               ", not one of the sizes the library was compiled for: " + listed);
-        }
+        check_size(role, v);
       } else if (v != size) {
         fail(role + " has " + dynamic_.symbol + " = " + std::to_string(v) + " but " + size_from +
              " has " + std::to_string(size));
@@ -304,8 +308,11 @@ std::map<std::string, OwnedTensor> Model::run(const std::map<std::string, Tensor
   // A dynamic dimension's size from the inputs (run() checks them all).
   int64_t size = -1;
   for (size_t i = 0; i < inputs_.size() && size < 0; ++i) {
-    for (size_t a = 0; a < inputs_[i].dim_names.size(); ++a) {
-      if (!inputs_[i].dim_names[a].empty() && a < ins[i].shape.size()) size = ins[i].shape[a];
+    for (size_t a = 0; a < inputs_[i].dim_names.size() && size < 0; ++a) {
+      if (!inputs_[i].dim_names[a].empty() && a < ins[i].shape.size()) {
+        size = ins[i].shape[a];
+        check_size("input '" + inputs_[i].name + "'", size);  // before the outputs are allocated
+      }
     }
   }
   std::map<std::string, OwnedTensor> out;

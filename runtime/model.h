@@ -138,6 +138,9 @@ class Model {
   ArgvFunction entry() const { return fn_; }
 
  private:
+  // std::invalid_argument naming `role` when `size` is not one the dynamic dimension serves.
+  void check_size(const std::string& role, int64_t size) const;
+
   std::string name_;
   ArgvFunction fn_;
   std::vector<ArgInfo> inputs_, outputs_;

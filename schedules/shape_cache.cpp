@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <stdexcept>
+#include <system_error>
 
 #include "Halide.h"
 #include "fusion/cost/cost_model.h"
@@ -46,8 +47,13 @@ ShapeCache::ShapeCache(std::string path, std::string symbol, graph::DimBindings 
                        Options options)
     : path_(std::move(path)), symbol_(std::move(symbol)), fixed_(std::move(fixed)),
       options_(std::move(options)) {
-  if (!fusion::declared_symbols(path_).count(symbol_)) {
+  const auto declared = fusion::declared_symbols(path_);
+  if (!declared.count(symbol_)) {
     throw graph::GraphError(path_ + ": no input has a dimension named '" + symbol_ + "'");
+  }
+  for (const auto& use : declared.at(symbol_)) {  // "input:axis"
+    const size_t colon = use.rfind(':');
+    uses_.emplace_back(use.substr(0, colon), std::stoi(use.substr(colon + 1)));
   }
   const fusion::SymbolBehaviour b = fusion::analyse_symbol(path_, symbol_, fixed_);
   separable_ = b.separable;
@@ -116,23 +122,29 @@ int64_t ShapeCache::predicted() const {
 }
 
 void ShapeCache::maybe_predict_locked() {
-  if (!options_.predict || ahead_busy_) return;
+  // Only into room the cache has: a bucket compiled ahead into a full cache would push out one
+  // in use, or be pushed out itself before its call, and be predicted again.
+  if (!options_.predict || ahead_busy_ || cache_.size() >= options_.capacity) return;
   const int64_t b = predicted_locked();
   if (b < 0) return;
   if (ahead_.joinable()) ahead_.join();  // finished: ahead_busy_ is false
   auto e = compile(b);
+  try {
+    ahead_ = std::thread([this, e] {
+      build(*e, /*ahead=*/true);
+      std::lock_guard<std::mutex> lock(mu_);
+      ahead_busy_ = false;
+      ++stats_.ahead_compiles;
+      compiled_.notify_all();
+    });
+  } catch (const std::system_error&) {
+    return;  // no thread: no prediction, nothing half-made
+  }
   cache_[b] = e;
   lru_.push_back(b);
   ahead_busy_ = true;
   stats_.log.push_back("predicted " + symbol_ + " bucket " + std::to_string(b) +
                        ": compiling ahead");
-  ahead_ = std::thread([this, e] {
-    build(*e, /*ahead=*/true);
-    std::lock_guard<std::mutex> lock(mu_);
-    ahead_busy_ = false;
-    ++stats_.ahead_compiles;
-    compiled_.notify_all();
-  });
 }
 
 void ShapeCache::build(Entry& e, bool ahead) {
@@ -168,13 +180,19 @@ void ShapeCache::build(Entry& e, bool ahead) {
 
 graph::TensorMap ShapeCache::run(int64_t size, const graph::TensorMap& inputs) {
   const auto t0 = std::chrono::steady_clock::now();
-  if (size < 1) throw std::invalid_argument(symbol_ + " = " + std::to_string(size) + ": a size is 1 or more");
-  // Checked before any compile: a carried input must have the size first.
-  for (const auto& name : carrying_inputs_) {
+  if (size < 1 || size > graph::kMaxElements) {
+    throw std::invalid_argument(symbol_ + " = " + std::to_string(size) + ": a size is 1 to " +
+                                std::to_string(graph::kMaxElements));
+  }
+  // Checked before any compile: every input the symbol names is given, at this size there.
+  for (const auto& [name, axis] : uses_) {
     const auto it = inputs.find(name);
-    if (separable_ && it != inputs.end() && (it->second.shape.empty() || it->second.shape[0] != size)) {
-      throw std::invalid_argument("input '" + name + "' is " + graph::shape_to_string(it->second.shape) +
-                                  ", not " + symbol_ + " = " + std::to_string(size) + " first");
+    if (it == inputs.end()) throw std::invalid_argument("input '" + name + "' is not given");
+    const graph::Shape& s = it->second.shape;
+    if (int(s.size()) <= axis || s[size_t(axis)] != size) {
+      throw std::invalid_argument("input '" + name + "' is " + graph::shape_to_string(s) +
+                                  ": axis " + std::to_string(axis) + " is not " + symbol_ + " = " +
+                                  std::to_string(size));
     }
   }
   const int64_t bucket = bucket_of(size);
@@ -237,11 +255,13 @@ graph::TensorMap ShapeCache::run(int64_t size, const graph::TensorMap& inputs) {
     }
   }
   graph::TensorMap out;
+  size_t heap = 0;
   {
     std::lock_guard<std::mutex> lock(e->run_mu);
     e->compiled->set_inputs(in);
     e->compiled->run();
     out = e->compiled->outputs();
+    heap = e->compiled->peak_heap_bytes();  // approximate when plans run at once
   }
   if (separable_ && size != bucket) {  // every output carries the batch first
     for (auto& [name, t] : out) {
@@ -253,7 +273,10 @@ graph::TensorMap ShapeCache::run(int64_t size, const graph::TensorMap& inputs) {
   const double s = seconds_since(t0);
   std::lock_guard<std::mutex> lock(mu_);
   BucketStats& st = stats_.buckets[bucket];
-  if (st.calls++ == 0) st.first_call_s = s;
+  if (st.calls++ == 0) {
+    st.first_call_s = s;
+    st.bytes += heap;  // its intermediates' peak, measured once
+  }
   st.run_s += s;
   evict_locked();
   maybe_predict_locked();

@@ -7,11 +7,13 @@
 //             reaches a real sample); any other symbol from a bucket of its exact size
 //   cache     compiled buckets kept in least-recently-used order, at most `capacity` of them
 //             and `max_bytes` of their buffers (each holds its weights, inputs and outputs, and
-//             its intermediates' peak): memory pressure evicts
+//             its intermediates' peak, measured on its first call; not its code): memory
+//             pressure evicts
 //   histogram calls per size, and per bucket its compile time, first-call latency and runs
 //   predictor after each call, the bucket to compile next: the most-called size whose bucket is
 //             not compiled, else the bucket above the largest one called (traffic that grows);
-//             compiled ahead on one background thread, so a call there finds it ready
+//             compiled ahead on one background thread, so a call there finds it ready; only
+//             while the cache has room (never pushing out a bucket for a guess)
 //
 // run() is safe from many threads: calls at one bucket take turns on its compiled plan, calls
 // at different buckets run at once, and a call whose bucket is being compiled (ahead, or by
@@ -90,6 +92,7 @@ class ShapeCache {
   Options options_;
   bool separable_ = false;
   std::vector<std::string> carrying_inputs_;  // inputs whose first axis is the symbol (separable)
+  std::vector<std::pair<std::string, int>> uses_;  // every (input, axis) the symbol names
 
   mutable std::mutex mu_;
   std::condition_variable compiled_;

@@ -158,15 +158,17 @@ graph::DimBindings parse_fixed(const std::vector<std::string>& specs) {
 int serve_sizes(const std::string& model_path, const std::string& spec,
                 const graph::DimBindings& fixed, size_t cache_size, bool predict, double gap_ms,
                 bool check, const std::string& profile) {
-  const fusion::DimRange r = fusion::parse_dim(spec);
-  std::vector<int64_t> sizes;  // in the order given, repeats kept
-  {
-    const std::string list = spec.substr(spec.find('=') + 1);
-    for (size_t at = 0; at != std::string::npos;) {
-      const size_t comma = list.find(',', at);
-      sizes.push_back(std::stoll(list.substr(at, comma - at)));
-      at = comma == std::string::npos ? comma : comma + 1;
-    }
+  // NAME=N1,N2,...: in the order given, repeats kept; each size checked as --dim NAME=N.
+  const size_t eq = spec.find('=');
+  if (eq == std::string::npos) throw std::runtime_error("--serve wants NAME=N1,N2,..., got " + spec);
+  fusion::DimRange r;
+  r.symbol = spec.substr(0, eq);
+  std::vector<int64_t> sizes;
+  const std::string list = spec.substr(eq + 1);
+  for (size_t at = 0; at != std::string::npos;) {
+    const size_t comma = list.find(',', at);
+    sizes.push_back(fusion::parse_dim(r.symbol + "=" + list.substr(at, comma - at)).min);
+    at = comma == std::string::npos ? comma : comma + 1;
   }
   schedules::ShapeCache::Options o;
   o.capacity = cache_size;

@@ -4,7 +4,8 @@
 # libraries compiled for each size alone (weights in a file as the dynamic one's, and
 # embedded, opfuse compile's default), at the same sizes; runs alternated ROUNDS times, each
 # the median of REPS calls; the medians over rounds and their ratios (dynamic / static).
-# Each library's first run is checked against the reference executor.
+# Each library's first run is checked against the reference executor. Then the JIT's shape
+# cache: first-call latency at new sizes with and without prediction (GAP_MS between calls).
 # Usage: bench/dynamic/run.sh [BUILD_DIR] [OUT_DIR] [ROUNDS] [NETWORK ...]
 #   NETWORK: a corpus network (tests/frontend/networks.h), default resnet18 gpt2_block.
 #   SIZES (env): the batch sizes, default "1 3 8". MAX (env): the dynamic range, default 16.
@@ -56,3 +57,11 @@ for net in "${nets[@]}"; do
       "$(echo "$md / $mf" | bc -l)" "$(echo "$md / $me" | bc -l)"
   done
 done | tee "$out/dynamic.txt"
+# The JIT's shape cache on the first network: first-call latency at sizes not seen before, with
+# the predicted bucket compiled ahead during the idle time between calls, and without.
+net="${nets[0]}"
+for p in "" --no-predict; do
+  echo "# JIT --serve ${p:-(predicting)}: $net, batch 1,1,2,2,4,4, ${GAP_MS:-15000} ms between calls"
+  "$run" "$out/models/${net}_dynamo_dynbatch.onnx" --serve batch=1,1,2,2,4,4 \
+    --gap-ms "${GAP_MS:-15000}" $p | grep -v "^channels"
+done | tee -a "$out/dynamic.txt"

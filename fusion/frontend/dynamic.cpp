@@ -48,7 +48,7 @@ SymbolBehaviour compare_bindings(const graph::Graph& ga, int64_t a, const graph:
     for (size_t d = 0; d < sa.size() && sa.size() == sb.size(); ++d) {
       if (sa[d] != sb[d]) axis = int(d), ++changed;
     }
-    const int64_t k = axis >= 0 ? sb[size_t(axis)] - sa[size_t(axis)] : 0;
+    const int64_t k = axis >= 0 ? (sb[size_t(axis)] - sa[size_t(axis)]) / (b - a) : 0;
     if (changed != 1 || k <= 0 || sa[size_t(axis)] != k * a || sb[size_t(axis)] != k * b) {
       return refuse("tensor '" + name + "' is " + graph::shape_to_string(sa) + " and " +
                     graph::shape_to_string(sb) + at + ": not one axis of k * " + symbol);

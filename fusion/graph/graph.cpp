@@ -333,7 +333,7 @@ int64_t bind_dim(const std::string& source, const std::string& input, size_t axi
   }
   if (it->second < 1 || it->second > kMaxElements) {
     throw GraphError(where + ", given the size " + std::to_string(it->second) +
-                     "; a size is 1 or more");
+                     "; a size is 1 to " + std::to_string(kMaxElements));
   }
   return it->second;
 }

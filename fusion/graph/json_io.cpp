@@ -160,6 +160,14 @@ Graph graph_from_json_string(const std::string& text, const std::string& source,
       if (t.dim_names.size() != t.shape.size()) {
         bad(source, p + ".dim_names", "one name (or \"\") per axis of the shape");
       }
+      // A graph saved at one size stays at it: another size for it is an error, not ignored.
+      for (size_t a = 0; a < t.shape.size(); ++a) {
+        const auto it = t.dim_names[a].empty() ? dims.end() : dims.find(t.dim_names[a]);
+        if (it != dims.end() && it->second != t.shape[a]) {
+          bad(source, p, "was saved at " + t.dim_names[a] + " = " + std::to_string(t.shape[a]) +
+                             ", not " + std::to_string(it->second) + " (its shape is fixed)");
+        }
+      }
     }
     try {
       if (inputs[i].contains("dtype"))

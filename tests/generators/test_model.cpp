@@ -303,3 +303,24 @@ TEST_CASE("a symbolic batch built at one size by CMake (DIMS batch=3)") {
   const DynCase c(3);
   CHECK(c.matches(m.run(c.inputs()).at("act")));
 }
+
+TEST_CASE("a dynamic batch's C entry slices buffers whose batch axis does not start at 0") {
+  const Model m = Model::open(kLibs + "/dynamic/dyn_block.so");
+  const DynCase c(3);
+  const size_t row = 8 * 8 * 16;
+  // Rows 2..4 of 6-row arrays, as Halide::Runtime::Buffer::crop leaves them: min 2, host at row 2.
+  std::vector<float> x(6 * row, 0.f), y(6 * row, 0.f), out(6 * row, -1.f);
+  std::copy(c.in.at("x").data.begin(), c.in.at("x").data.end(), x.begin() + 2 * row);
+  std::copy(c.in.at("y").data.begin(), c.in.at("y").data.end(), y.begin() + 2 * row);
+  runtime::HostBuffers bufs({runtime::Tensor::f32(x.data() + 2 * row, {3, 8, 8, 16}),
+                             runtime::Tensor::f32(y.data() + 2 * row, {3, 8, 8, 16}),
+                             runtime::Tensor::f32(out.data() + 2 * row, {3, 8, 8, 16})});
+  for (auto& b : bufs) b.dim[3].min = 2;
+  void* argv[] = {&bufs[0], &bufs[1], &bufs[2]};
+  REQUIRE(m.entry()(argv) == 0);
+  runtime::OwnedTensor got({3, 8, 8, 16}, runtime::DType::f32);
+  std::copy(out.begin() + 2 * row, out.begin() + 5 * row, got.as<float>());
+  CHECK(c.matches(got));
+  CHECK(out[0] == -1.f);            // nothing written before the crop
+  CHECK(out[5 * row] == -1.f);      // nor after it
+}

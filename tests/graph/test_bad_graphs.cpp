@@ -214,3 +214,13 @@ TEST_CASE("a named extent: bound by the caller, kept through a save, refused unb
              R"([{"name": "x", "shape": [1.5,3,8,8]}])"),
          {"$.inputs[0].shape", "integers or names"});
 }
+
+TEST_CASE("a graph saved at one size refuses another size for it") {
+  const std::string text = doc(R"([{"name": "r", "op": "relu", "inputs": ["x"]}])", R"(["r"])", "[]",
+                               R"([{"name": "x", "shape": ["batch",3,8,8], "layout": "NCHW"}])");
+  const std::string saved = opfuse::graph::graph_to_json_string(
+      graph_from_json_string(text, "named.json", {{"batch", 5}}));
+  CHECK(graph_from_json_string(saved, "saved.json", {{"batch", 5}}).tensor("x").shape[0] == 5);
+  check_graph_error([&] { graph_from_json_string(saved, "saved.json", {{"batch", 8}}); },
+                    {"saved.json", "was saved at batch = 5, not 8"});
+}
