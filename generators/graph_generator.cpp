@@ -75,17 +75,14 @@ class GraphGenerator : public Generator<GraphGenerator> {
     _halide_user_assert(!path.empty())
         << "opfuse graph generator: set the 'graph' GeneratorParam to a graph file";
     try {
-      graph::DimBindings& bindings = bindings_;
-      std::string list = dims;
-      for (size_t at = 0; !list.empty() && at != std::string::npos;) {
-        const size_t comma = list.find(',', at);
-        std::string spec = list.substr(at, comma - at);
+      std::vector<std::string> specs;  // "batch:4,other:2" -> batch=4, other=2
+      const std::string list = dims;
+      if (!list.empty()) specs = fusion::split_commas(list);
+      for (auto& spec : specs) {
         if (const size_t colon = spec.find(':'); colon != std::string::npos) spec[colon] = '=';
-        const fusion::DimRange r = fusion::parse_dim(spec);
-        bindings[r.symbol] = r.min;
-        at = comma == std::string::npos ? comma : comma + 1;
       }
-      graph_ = fusion::load_model(path, bindings, &rewrites_);
+      bindings_ = fusion::parse_bindings(specs, "the generator's dims");
+      graph_ = fusion::load_model(path, bindings_, &rewrites_);
       const std::string d = dispatch;
       if (!d.empty()) {
         dispatch_ = generators::parse_dispatch(d);

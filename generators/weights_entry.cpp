@@ -5,6 +5,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "fusion/frontend/dynamic.h"
 #include "fusion/graph/host_tensor.h"
 #include "fusion/ops/realize.h"
 #include "runtime/weights_file.h"
@@ -63,12 +64,7 @@ Dispatch parse_dispatch(const std::string& text) {
   d.symbol = text.substr(0, c1);
   const std::string range = text.substr(c1 + 1, c2 - c1 - 1);
   try {
-    std::string list = text.substr(c2 + 1);
-    for (size_t at = 0; at != std::string::npos;) {
-      const size_t comma = list.find(',', at);
-      d.buckets.push_back(std::stoll(list.substr(at, comma - at)));
-      at = comma == std::string::npos ? comma : comma + 1;
-    }
+    for (const auto& item : fusion::split_commas(text.substr(c2 + 1))) d.buckets.push_back(std::stoll(item));
     std::sort(d.buckets.begin(), d.buckets.end());
     if (range == "exact") {
       d.exact = true;
@@ -101,6 +97,9 @@ void write_weights_entry(const std::string& prefix, const graph::Graph& g,
                          const std::set<std::string>& cout_innermost) {
   const std::string name = fs::path(prefix).filename().string();
   const std::string weights_path = prefix + ".weights";
+  auto stored_packed = [&](const std::string& tensor) {  // a conv weight, Cout-innermost
+    return cout_innermost.count(tensor) && g.tensor(tensor).shape.size() == 4;
+  };
 
   // --- The weights file ---------------------------------------------------------------
   std::vector<Halide::Buffer<>> values;
@@ -120,7 +119,7 @@ void write_weights_entry(const std::string& prefix, const graph::Graph& g,
                                std::to_string(weights::kMaxName) + " or more than " +
                                std::to_string(weights::kMaxRank) + " dimensions");
     }
-    const bool packed = cout_innermost.count(a.tensor) && t.shape.size() == 4;
+    const bool packed = stored_packed(a.tensor);
     values.push_back(ops::tensor_buffer(t, graph::param_values(t)));
     if (packed) values.back() = ops::cout_innermost(values.back());
     weights::Entry e{};
@@ -174,7 +173,7 @@ void write_weights_entry(const std::string& prefix, const graph::Graph& g,
       table << "    {" << c_string(a.c_name) << ", " << int(a.type.code()) << ", "
             << a.type.bits() << ", " << t.shape.size() << ", {";
       for (size_t d = 0; d < t.shape.size(); ++d) table << (d ? ", " : "") << t.shape[d];
-      table << "}, " << (cout_innermost.count(a.tensor) && t.shape.size() == 4 ? "w::kCoutInnermost" : "w::kRowMajor")
+      table << "}, " << (stored_packed(a.tensor) ? "w::kCoutInnermost" : "w::kRowMajor")
             << "},\n";
       plan << weight++ << ", ";
     } else {
@@ -206,13 +205,18 @@ void write_weights_entry(const std::string& prefix, const graph::Graph& g,
     metadata_list += f + "_metadata, ";
   }
   impl_decls << "const halide_filter_metadata_t* (*const kMetadata[])() = {" << metadata_list << "};\n";
+  run_fn << R"(// A generated function's arguments in its order: the caller's (`user`) and the weights.
+void weights_and(Loaded* l, void** user, void** all) {
+  for (size_t i = 0; i < sizeof kPlan / sizeof kPlan[0]; ++i) {
+    all[i] = kPlan[i] >= 0 ? static_cast<void*>(&l->bufs[kPlan[i]]) : user[-1 - kPlan[i]];
+  }
+}
+
+)";
   if (!dispatch) {
-    run_fn << "// The generated function on the caller's arguments and the weights.\n"
-           << "int run(Loaded* l, void** args) {\n"
+    run_fn << "int run(Loaded* l, void** args) {\n"
            << "  void* all[sizeof kPlan / sizeof kPlan[0]];\n"
-           << "  for (size_t i = 0; i < sizeof kPlan / sizeof kPlan[0]; ++i) {\n"
-           << "    all[i] = kPlan[i] >= 0 ? static_cast<void*>(&l->bufs[kPlan[i]]) : args[-1 - kPlan[i]];\n"
-           << "  }\n"
+           << "  weights_and(l, args, all);\n"
            << "  return " << impl << "_argv(all);\n}\n\n"
            << "void describe(halide_filter_argument_t*) {}\n\n";
   } else {
@@ -255,13 +259,7 @@ void write_weights_entry(const std::string& prefix, const graph::Graph& g,
            << "const unsigned kAxes[] = {" << masks.str() << "};\n"
            << "const char* const kNames[] = {" << names.str() << "};\n"
            << "const char* const kListed = " << c_string(dispatch->exact ? " " + listed : "") << ";\n\n"
-           << R"(void weights_and(Loaded* l, void** user, void** all) {
-  for (size_t i = 0; i < sizeof kPlan / sizeof kPlan[0]; ++i) {
-    all[i] = kPlan[i] >= 0 ? static_cast<void*>(&l->bufs[kPlan[i]]) : user[-1 - kPlan[i]];
-  }
-}
-
-// The size, from the first input that carries the symbol; -1 if that input is no buffer of
+           << R"(// The size, from the first input that carries the symbol; -1 if that input is no buffer of
 // the model's rank.
 int64_t size_of(void** args, int i, int axis) {
   const auto* b = static_cast<const halide_buffer_t*>(args[i]);

@@ -51,10 +51,7 @@ ShapeCache::ShapeCache(std::string path, std::string symbol, graph::DimBindings 
   if (!declared.count(symbol_)) {
     throw graph::GraphError(path_ + ": no input has a dimension named '" + symbol_ + "'");
   }
-  for (const auto& use : declared.at(symbol_)) {  // "input:axis"
-    const size_t colon = use.rfind(':');
-    uses_.emplace_back(use.substr(0, colon), std::stoi(use.substr(colon + 1)));
-  }
+  uses_ = declared.at(symbol_);
   const fusion::SymbolBehaviour b = fusion::analyse_symbol(path_, symbol_, fixed_);
   separable_ = b.separable;
   carrying_inputs_ = b.inputs;
@@ -74,7 +71,7 @@ int64_t ShapeCache::bucket_of(int64_t size) const {
   return b;
 }
 
-std::shared_ptr<ShapeCache::Entry> ShapeCache::compile(int64_t bucket) {
+std::shared_ptr<ShapeCache::Entry> ShapeCache::new_entry(int64_t bucket) {
   auto e = std::make_shared<Entry>();
   e->bucket = bucket;
   return e;
@@ -128,7 +125,7 @@ void ShapeCache::maybe_predict_locked() {
   const int64_t b = predicted_locked();
   if (b < 0) return;
   if (ahead_.joinable()) ahead_.join();  // finished: ahead_busy_ is false
-  auto e = compile(b);
+  auto e = new_entry(b);
   try {
     ahead_ = std::thread([this, e] {
       build(*e, /*ahead=*/true);
@@ -217,7 +214,7 @@ graph::TensorMap ShapeCache::run(int64_t size, const graph::TensorMap& inputs) {
       }
     } else {
       ++stats_.misses;
-      e = compile(bucket);
+      e = new_entry(bucket);
       cache_[bucket] = e;
       mine = true;
       lru_.push_back(bucket);

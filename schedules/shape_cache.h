@@ -81,7 +81,7 @@ class ShapeCache {
 
  private:
   struct Entry;
-  std::shared_ptr<Entry> compile(int64_t bucket);  // a new entry, not yet built
+  std::shared_ptr<Entry> new_entry(int64_t bucket);  // not yet built
   void build(Entry& e, bool ahead);                // loads, plans, compiles; no lock held
   void evict_locked();
   void maybe_predict_locked();

@@ -52,26 +52,13 @@ int write_zoo(const std::string& out_dir) {
   return 0;
 }
 
-graph::DimBindings parse_bindings(const std::vector<std::string>& specs, const std::string& command) {
-  graph::DimBindings dims;
-  for (const auto& spec : specs) {
-    const fusion::DimRange r = fusion::parse_dim(spec);
-    if (r.min != r.max || !r.sizes.empty()) {
-      throw std::invalid_argument("--dim " + spec + ": " + command + " takes one size");
-    }
-    dims[r.symbol] = r.min;
-  }
-  return dims;
-}
-
 int check_graph(const std::string& path, bool run, const std::vector<std::string>& dim_specs) {
-  graph::DimBindings dims = parse_bindings(dim_specs, "opfuse check");
+  const graph::DimBindings dims = fusion::parse_bindings(dim_specs, "opfuse check");
   const auto declared = fusion::declared_symbols(path);
   graph::DimBindings shown = dims;
   for (const auto& [symbol, uses] : declared) {
     if (dims.count(symbol)) continue;
-    std::string where;
-    for (const auto& u : uses) where += (where.empty() ? "" : ", ") + u;
+    const std::string where = fusion::uses_to_string(uses);
     graph::DimBindings others = dims;
     for (const auto& [s, u] : declared) {
       if (s != symbol && !others.count(s)) others[s] = 1;
@@ -128,7 +115,7 @@ int check_graph(const std::string& path, bool run, const std::vector<std::string
 
 int plan_command(const PlanCommand& c) {
   std::vector<std::string> rewrites;
-  const graph::Graph g = fusion::load_model(c.graph, parse_bindings(c.dims, "opfuse plan"), &rewrites);
+  const graph::Graph g = fusion::load_model(c.graph, fusion::parse_bindings(c.dims, "opfuse plan"), &rewrites);
   const fusion::HardwareProfile profile = fusion::load_profile(c.profile);
   const std::unique_ptr<fusion::CostModel> model_ptr =
       fusion::make_cost_model(c.cost_model, profile);
@@ -211,14 +198,31 @@ void link_shared(const std::string& dir, const std::string& name) {
                "linking " + dir + name + ".so");
 }
 
-// Runs the generator for `weights` (embed, file or args) and makes the library's files.
+// The generator's `dims`: SYMBOL:N,... (a generator parameter's value holds no '=').
 std::string dims_param(const graph::DimBindings& dims) {
   std::string s;
-  // SYMBOL:N (a generator parameter's value holds no '=')
   for (const auto& [symbol, size] : dims) s += (s.empty() ? "" : ",") + symbol + ":" + std::to_string(size);
   return s;
 }
 
+// The generator on `c.model` making the function `fn` (files DIR/fn.*) for `target`, with the
+// options every build shares; the caller appends its own.
+std::string generator_command(const CompileCommand& c, const std::string& generator,
+                              const std::string& fn, const std::string& emit,
+                              const std::string& target, const std::string& plan_out,
+                              const graph::DimBindings& dims) {
+  std::string cmd = shell_quote(generator) + " -g opfuse_graph -o " + shell_quote(c.out_dir) +
+                    " -f " + shell_quote(fn) + " -n " + shell_quote(fn) + " -e " + emit +
+                    " target=" + target +
+                    " graph=" + shell_quote(fs::absolute(c.model).string()) +
+                    " strategy=" + c.strategy + " plan_out=" + shell_quote(plan_out);
+  if (!c.profile.empty()) cmd += " profile=" + shell_quote(c.profile);
+  if (!c.plan.empty()) cmd += " plan=" + shell_quote(fs::absolute(c.plan).string());
+  if (!dims.empty()) cmd += " dims=" + shell_quote(dims_param(dims));
+  return cmd;
+}
+
+// Runs the generator for `weights` (embed, file or args) and makes the library's files.
 int build_library(const CompileCommand& c, const std::string& generator, const std::string& name,
                   const std::string& target, const std::string& weights, double weight_bytes,
                   const graph::DimBindings& dims) {
@@ -229,16 +233,9 @@ int build_library(const CompileCommand& c, const std::string& generator, const s
   // With a weights file the generated function is NAME_impl; NAME is the entry point that
   // loads the weights and calls it.
   const std::string fn = file ? name + "_impl" : name;
-  std::string cmd = shell_quote(generator) + " -g opfuse_graph -o " + shell_quote(c.out_dir) +
-                    " -f " + shell_quote(fn) + " -n " + shell_quote(fn) +
-                    " -e static_library,h,stmt" + (cuda ? ",device_code" : "") +
-                    " target=" + target +
-                    " graph=" + shell_quote(fs::absolute(c.model).string()) +
-                    " strategy=" + c.strategy +
-                    " plan_out=" + shell_quote(dir + name + ".plan.json");
-  if (!c.profile.empty()) cmd += " profile=" + shell_quote(c.profile);
-  if (!c.plan.empty()) cmd += " plan=" + shell_quote(fs::absolute(c.plan).string());
-  if (!dims.empty()) cmd += " dims=" + shell_quote(dims_param(dims));
+  std::string cmd = generator_command(c, generator, fn,
+                                      std::string("static_library,h,stmt") + (cuda ? ",device_code" : ""),
+                                      target, dir + name + ".plan.json", dims);
   if (weights == "embed") cmd += " embed_weights=true";
   if (file) cmd += " weights_out=" + shell_quote(fs::absolute(dir + name).string());
   std::printf("compiling %s for %s (%s, %.1f MiB of weights: %s)...\n", c.model.c_str(),
@@ -335,14 +332,8 @@ int build_dynamic_library(const CompileCommand& c, const std::string& generator,
     graph::DimBindings dims = fixed;
     dims[sym] = sizes[i];
     // One Halide runtime in the library: the first function's.
-    std::string cmd = shell_quote(generator) + " -g opfuse_graph -o " + shell_quote(c.out_dir) +
-                      " -f " + shell_quote(fn) + " -n " + shell_quote(fn) + " -e o" +
-                      " target=" + target + (i == 0 ? "" : "-no_runtime") +
-                      " graph=" + shell_quote(fs::absolute(c.model).string()) +
-                      " strategy=" + c.strategy + " dims=" + shell_quote(dims_param(dims)) +
-                      " plan_out=" + shell_quote(dir + name + "_b" + std::to_string(sizes[i]) + ".plan.json");
-    if (!c.profile.empty()) cmd += " profile=" + shell_quote(c.profile);
-    if (!c.plan.empty()) cmd += " plan=" + shell_quote(fs::absolute(c.plan).string());
+    std::string cmd = generator_command(c, generator, fn, "o", target + (i == 0 ? "" : "-no_runtime"),
+                                        dir + name + "_b" + std::to_string(sizes[i]) + ".plan.json", dims);
     cmd += " dispatch=" + shell_quote(dispatch);
     if (i == 0) {
       cmd += " weights_out=" + shell_quote(fs::absolute(dir + name).string());
@@ -396,7 +387,7 @@ int compile_command(const CompileCommand& c, const std::string& generator) {
   }
   for (const auto& [symbol, uses] : declared) {
     if (fixed.count(symbol) || (dynamic && dynamic->symbol == symbol)) continue;
-    throw std::invalid_argument(c.model + ": input " + uses.front() +
+    throw std::invalid_argument(c.model + ": input " + fusion::uses_to_string({uses.front()}) +
                                 " is the symbolic dimension '" + symbol + "': give it a size (--dim " +
                                 symbol + "=N) or the range the library serves (--dim " + symbol +
                                 "=MIN..MAX)");

@@ -15,8 +15,6 @@ int write_zoo(const std::string& out_dir);
 // `dims`: NAME=N sizes of symbolic dimensions; each symbol not given is analysed (how one
 // compiled library serves its sizes, fusion/frontend/dynamic.h) and the graph shown at 1.
 int check_graph(const std::string& path, bool run, const std::vector<std::string>& dims = {});
-// NAME=N specs as bindings (std::invalid_argument for a range or a malformed spec).
-graph::DimBindings parse_bindings(const std::vector<std::string>& specs, const std::string& command);
 
 struct PlanCommand {
   std::string graph;

@@ -143,16 +143,6 @@ class LibraryRun {
   std::vector<runtime::OwnedTensor> outs_;
 };
 
-graph::DimBindings parse_fixed(const std::vector<std::string>& specs) {
-  graph::DimBindings dims;
-  for (const auto& spec : specs) {
-    const fusion::DimRange r = fusion::parse_dim(spec);
-    if (r.min != r.max || !r.sizes.empty()) throw std::runtime_error("--dim " + spec + ": one size");
-    dims[r.symbol] = r.min;
-  }
-  return dims;
-}
-
 // --serve NAME=N1,N2,...: the calls, in order, through a ShapeCache; random inputs (seeded by
 // the call's index) at each size, checked against the reference with --check.
 int serve_sizes(const std::string& model_path, const std::string& spec,
@@ -164,11 +154,8 @@ int serve_sizes(const std::string& model_path, const std::string& spec,
   fusion::DimRange r;
   r.symbol = spec.substr(0, eq);
   std::vector<int64_t> sizes;
-  const std::string list = spec.substr(eq + 1);
-  for (size_t at = 0; at != std::string::npos;) {
-    const size_t comma = list.find(',', at);
-    sizes.push_back(fusion::parse_dim(r.symbol + "=" + list.substr(at, comma - at)).min);
-    at = comma == std::string::npos ? comma : comma + 1;
+  for (const auto& item : fusion::split_commas(spec.substr(eq + 1))) {
+    sizes.push_back(fusion::parse_dim(r.symbol + "=" + item).min);
   }
   schedules::ShapeCache::Options o;
   o.capacity = cache_size;
@@ -274,8 +261,8 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   if (!serve.empty()) {
     try {
-      return serve_sizes(model_path, serve, parse_fixed(dim_specs), cache_size, !no_predict,
-                         gap_ms, check, profile);
+      return serve_sizes(model_path, serve, fusion::parse_bindings(dim_specs, "opfuse run --serve"),
+                         cache_size, !no_predict, gap_ms, check, profile);
     } catch (const std::exception& e) {
       std::cerr << "opfuse run: " << e.what() << "\n";
       return 1;
@@ -284,14 +271,9 @@ int main(int argc, char** argv) {
   try {
     // The sizes of the model's symbolic dimensions: --dim, else the .npy inputs' shapes, which
     // must agree with each other and with --dim.
-    graph::DimBindings dims;
+    graph::DimBindings dims = fusion::parse_bindings(dim_specs, "opfuse run");
     std::map<std::string, std::string> dim_source;
-    for (const auto& spec : dim_specs) {
-      const fusion::DimRange r = fusion::parse_dim(spec);
-      if (r.min != r.max) throw std::runtime_error("--dim " + spec + ": opfuse run takes one size");
-      dims[r.symbol] = r.min;
-      dim_source[r.symbol] = "--dim " + spec;
-    }
+    for (const auto& spec : dim_specs) dim_source[spec.substr(0, spec.find('='))] = "--dim " + spec;
     std::map<std::string, graph::HostTensor> npy;  // --input NAME=FILE.npy, read once
     for (const auto& spec : inputs) {
       const auto eq = spec.find('=');
@@ -300,12 +282,10 @@ int main(int argc, char** argv) {
       if (fs::path(file).extension() == ".npy") npy[spec.substr(0, eq)] = tools::read_npy(file);
     }
     for (const auto& [symbol, uses] : fusion::declared_symbols(model_path)) {
-      for (const auto& use : uses) {
-        const std::string input = use.substr(0, use.rfind(':'));
-        const size_t axis = std::stoul(use.substr(use.rfind(':') + 1));
+      for (const auto& [input, axis] : uses) {
         const auto it = npy.find(input);
-        if (it == npy.end() || axis >= it->second.shape.size()) continue;  // the load says why
-        const int64_t size = it->second.shape[axis];
+        if (it == npy.end() || size_t(axis) >= it->second.shape.size()) continue;  // the load says why
+        const int64_t size = it->second.shape[size_t(axis)];
         const std::string from = "input '" + input + "' (" + graph::shape_to_string(it->second.shape) + ")";
         if (dims.count(symbol) && dims[symbol] != size) {
           throw std::runtime_error(from + " has " + symbol + " = " + std::to_string(size) + " but " +

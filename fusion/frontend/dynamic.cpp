@@ -124,6 +124,16 @@ SymbolBehaviour compare_bindings(const graph::Graph& ga, int64_t a, const graph:
   return r;
 }
 
+std::vector<std::string> split_commas(const std::string& list) {
+  std::vector<std::string> out;
+  for (size_t at = 0; at != std::string::npos;) {
+    const size_t comma = list.find(',', at);
+    out.push_back(list.substr(at, comma == std::string::npos ? comma : comma - at));
+    at = comma == std::string::npos ? comma : comma + 1;
+  }
+  return out;
+}
+
 DimRange parse_dim(const std::string& spec) {
   auto bad = [&](const std::string& why) -> DimRange {
     throw std::invalid_argument("--dim " + spec + ": " + why +
@@ -144,11 +154,7 @@ DimRange parse_dim(const std::string& spec) {
   };
   const size_t dots = v.find("..");
   if (v.find(',') != std::string::npos) {
-    for (size_t at = 0; at != std::string::npos;) {
-      const size_t comma = v.find(',', at);
-      r.sizes.push_back(number(v.substr(at, comma - at)));
-      at = comma == std::string::npos ? comma : comma + 1;
-    }
+    for (const auto& item : split_commas(v)) r.sizes.push_back(number(item));
     std::sort(r.sizes.begin(), r.sizes.end());
     if (std::adjacent_find(r.sizes.begin(), r.sizes.end()) != r.sizes.end()) bad("a size twice");
     r.min = r.sizes.front();
@@ -161,6 +167,18 @@ DimRange parse_dim(const std::string& spec) {
     if (r.min > r.max) bad("the range is empty");
   }
   return r;
+}
+
+graph::DimBindings parse_bindings(const std::vector<std::string>& specs, const std::string& command) {
+  graph::DimBindings dims;
+  for (const auto& spec : specs) {
+    const DimRange r = parse_dim(spec);
+    if (r.min != r.max || !r.sizes.empty()) {
+      throw std::invalid_argument("--dim " + spec + ": " + command + " takes one size");
+    }
+    dims[r.symbol] = r.min;
+  }
+  return dims;
 }
 
 SymbolBehaviour analyse_symbol(const std::string& path, const std::string& symbol,

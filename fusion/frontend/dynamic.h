@@ -42,6 +42,11 @@ struct DimRange {
   std::vector<int64_t> sizes;
 };
 DimRange parse_dim(const std::string& spec);
+// "1,2,4" -> {"1", "2", "4"} (the comma lists --dim and its kin take; "" -> {""}).
+std::vector<std::string> split_commas(const std::string& list);
+// NAME=N specs as bindings, one size each; std::invalid_argument saying that `command` takes one
+// size for a range or a list.
+graph::DimBindings parse_bindings(const std::vector<std::string>& specs, const std::string& command);
 
 // Builds `path` with `symbol` at sizes 2 and 3 (every other symbol from `others`) and compares.
 // GraphError when the model does not build at those sizes.

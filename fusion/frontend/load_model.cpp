@@ -25,17 +25,23 @@ graph::Graph load_model(const std::string& path, const graph::DimBindings& dims,
   return g;
 }
 
-std::map<std::string, std::vector<std::string>> declared_symbols(const std::string& path) {
-  std::map<std::string, std::vector<std::string>> out;
+graph::SymbolUses declared_symbols(const std::string& path) {
+  graph::SymbolUses out;
   const auto inputs = std::filesystem::path(path).extension() == ".onnx"
                           ? graph::onnx_input_dims(path)
                           : graph::json_input_dims(path);
   for (const auto& [input, names] : inputs) {
     for (size_t a = 0; a < names.size(); ++a) {
-      if (!names[a].empty()) out[names[a]].push_back(input + ":" + std::to_string(a));
+      if (!names[a].empty()) out[names[a]].push_back({input, int(a)});
     }
   }
   return out;
+}
+
+std::string uses_to_string(const std::vector<std::pair<std::string, int>>& uses) {
+  std::string s;
+  for (const auto& [input, axis] : uses) s += (s.empty() ? "" : ", ") + input + ":" + std::to_string(axis);
+  return s;
 }
 
 }  // namespace opfuse::fusion

@@ -23,7 +23,9 @@ inline graph::Graph load_model(const std::string& path,
 }
 
 // The symbolic dimensions a model file's inputs declare (ONNX dim_param, names in a graph
-// file's shapes), without building the graph: symbol -> "input:axis" uses.
-std::map<std::string, std::vector<std::string>> declared_symbols(const std::string& path);
+// file's shapes), without building the graph.
+graph::SymbolUses declared_symbols(const std::string& path);
+// "x:0, mask:0": the uses, for messages.
+std::string uses_to_string(const std::vector<std::pair<std::string, int>>& uses);
 
 }  // namespace opfuse::fusion

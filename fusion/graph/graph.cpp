@@ -308,8 +308,8 @@ bool Graph::operator==(const Graph& o) const {
   return true;
 }
 
-std::map<std::string, std::vector<std::pair<std::string, int>>> symbolic_dims(const Graph& g) {
-  std::map<std::string, std::vector<std::pair<std::string, int>>> out;
+SymbolUses symbolic_dims(const Graph& g) {
+  SymbolUses out;
   for (const auto& name : g.inputs()) {
     const Tensor& t = g.tensor(name);
     for (size_t a = 0; a < t.dim_names.size(); ++a) {

@@ -149,8 +149,10 @@ std::string shape_to_string(const Shape& s);
 int64_t num_elements(const Shape& s);
 size_t dtype_bytes(DType d);
 
-// The symbols of a graph's inputs, each with the (input, axis) pairs it names.
-std::map<std::string, std::vector<std::pair<std::string, int>>> symbolic_dims(const Graph& g);
+// Per symbol, the (input, axis) pairs it names.
+using SymbolUses = std::map<std::string, std::vector<std::pair<std::string, int>>>;
+// The symbols of a graph's inputs.
+SymbolUses symbolic_dims(const Graph& g);
 // The size of one input dimension named `symbol`, from `bindings`; GraphError naming the input,
 // the axis and how to give it when it is missing or not positive. `source` prefixes the error.
 int64_t bind_dim(const std::string& source, const std::string& input, size_t axis,
