@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the fuzz targets and the sanitized unit tests with clang (once per build tree), then
 # runs one fuzz target for a bounded time from its checked-in corpus (a crash leaves its input
-# in the work folder and fails), or, with TARGET "sanitizers", the sanitized unit tests.
+# in the work folder and fails), or, with TARGET "sanitizers", the sanitized unit tests; TARGET
+# "build" only builds.
 #   run.sh BUILD_DIR CMAKE TARGET SECONDS
 set -euo pipefail
 build=$(cd "$1" && pwd) cmake=$2 target=$3 seconds=$4
@@ -19,6 +20,7 @@ fuzz_build="$build/fuzz"
   fi
   "$cmake" --build "$fuzz_build" >/dev/null
 ) 9>"$build/fuzz.lock"
+[ "$target" = build ] && exit 0
 if [ "$target" = sanitizers ]; then
   exec "$fuzz_build/sanitized_unit_tests"
 fi
