@@ -184,11 +184,22 @@ class Applier {
     Var o1("bo1"), i1("bi1"), v1("bv1"), i2("bi2"), o2("bo2"), q1("bq1");
     node_func.split(a[vd], o1, i1, width).split(i1, v1, i2, vw).split(a[ud], o2, q1, rows);
     // The block (i2, v1, q1) innermost, then the block loops; NCHW's H lies between W and C.
-    std::vector<VarOrRVar> block_order{i2, v1, q1, o1};
-    for (size_t d = vd + 1; d < ud; ++d) block_order.push_back(a[d]);
-    block_order.push_back(o2);
+    // With the channel blocks outside (NHWC), the pixel blocks of the whole tile (W blocks,
+    // then H) run inside each channel block; the accumulator lives in the innermost.
+    std::vector<VarOrRVar> block_order{i2, v1, q1};
+    if (b.channel_blocks_outside) {
+      block_order.push_back(o2);
+      for (size_t d = ud + 1; d + 1 < a.size(); ++d) block_order.push_back(a[d]);
+      block_order.push_back(o1);
+    } else {
+      block_order.push_back(o1);
+      for (size_t d = vd + 1; d < ud; ++d) block_order.push_back(a[d]);
+      block_order.push_back(o2);
+    }
     node_func.reorder(block_order).vectorize(i2).unroll(v1).unroll(q1);
-    acc.compute_at(node_func, o1).bound_extent(a[vd], width).bound_extent(a[ud], rows);
+    acc.compute_at(node_func, b.channel_blocks_outside ? o2 : o1)
+        .bound_extent(a[vd], width)
+        .bound_extent(a[ud], rows);
     Var p1("pa1"), q2("pq2"), p3("pa3"), q3("pq3");
     acc.split(a[vd], p1, q2, vw).vectorize(q2).unroll(p1).unroll(a[ud]);
     std::vector<VarOrRVar> order{q3, p3, a[ud]};

@@ -82,9 +82,13 @@ struct TileRule {
   int64_t row_multiple = 1;   // points of the dims above 0 a tile holds: a multiple of this
   std::set<int> whole;        // dims outside the split one that tiles still hold whole
   bool chunk_columns = true;  // with too few rows for the cores, tiles may split dim 0
+  // Tiles are chunks of dim 0 (output channels) in multiples of this, each holding all rows:
+  // the group's convs read more weights than input (see tile_rule). 0: not so.
+  int64_t channel_chunks = 0;
   bool operator==(const TileRule& o) const {
     return min_dim == o.min_dim && multiple == o.multiple && row_multiple == o.row_multiple &&
-           whole == o.whole && chunk_columns == o.chunk_columns;
+           whole == o.whole && chunk_columns == o.chunk_columns &&
+           channel_chunks == o.channel_chunks;
   }
 };
 
@@ -101,6 +105,10 @@ struct RegisterBlock {
   std::vector<int> reduction_order;
   bool unroll_kernel_width = false;  // an NCHW conv's 1-7 long kw loop, innermost: unrolled
   bool pack_weights = false;         // an NHWC conv's weights stored with Cout innermost
+  // The channel-block loop outside the pixel-block loops (an NHWC conv): each block's slice of
+  // the weights is read for every pixel of the tile while it is in cache, not once per pixel
+  // block (see RegisterBlock's choice in group_schedule.cpp).
+  bool channel_blocks_outside = false;
   int accumulators(int natural_lanes) const {
     return vectors * rows * std::max(1, lanes / std::max(1, natural_lanes));
   }

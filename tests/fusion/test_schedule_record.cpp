@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "fusion/graph/builder.h"
 #include "fusion/graph/zoo.h"
 #include "fusion/planner/planner.h"
 #include "schedules/group_schedule.h"
@@ -371,4 +372,45 @@ TEST_CASE("records: an anchor under a head split is computed once in its own til
   CHECK(lin.tiling.tiles > 1);
   REQUIRE(lin.block.has_value());
   CHECK_FALSE(lin.block->whole_dims);  // its own root: aligned with itself
+}
+
+namespace {
+// conv (3x3, pad 1) + ReLU at HxWxC, NHWC, one group.
+Planned conv_relu(int64_t hw, int64_t c) {
+  GraphBuilder b("conv_relu");
+  auto x = b.input("x", {1, hw, hw, c}, Layout::NHWC);
+  Conv2dOptions same;
+  same.pads = {1, 1, 1, 1};
+  b.output(b.relu(b.conv2d(x, b.param("w", {c, c, 3, 3}), same)));
+  Planned p{b.build(), {}};
+  p.plan = plan_fusion(p.g, RooflineCostModel(avx512_profile()));
+  return p;
+}
+}  // namespace
+
+TEST_CASE("records: a conv with more weights than input is tiled by output channels") {
+  for (const TargetFacts& t : {avx2(), avx512()}) {
+    // ResNet's last stage: 9.4 MB of weights, a 100 KB input. Tiles are chunks of whole
+    // channel blocks, each holding every pixel; the block is the whole 7-pixel row.
+    const Planned p = conv_relu(7, 512);
+    const PipelineSchedule s = schedule_plan(p.g, p.plan, t);
+    const NodeSchedule& root = record_of(s, "relu_0");
+    const NodeSchedule& conv = record_of(s, "conv2d_0");
+    REQUIRE(conv.block.has_value());
+    const int64_t width = int64_t(conv.block->lanes) * conv.block->vectors;
+    CHECK(root.rule.channel_chunks == width);
+    CHECK(root.tiling.kind == Tiling::Kind::column_chunks);
+    CHECK(root.tiling.factor % width == 0);
+    CHECK(root.tiling.tiles >= 2 * t.cores);
+    CHECK(root.tiling.factor * (root.tiling.tiles - 1) < 512);
+    CHECK(conv.block->channel_blocks_outside);
+    // 7 rows where the ISA wants 8 (AVX-512) or more than 4; AVX2 wants 4.
+    CHECK(conv.block->rows == (t.vector_registers == 32 ? 7 : 4));
+  }
+  // ResNet's first stage: 147 KB of weights, a 800 KB input: tiles of rows.
+  const Planned p = conv_relu(56, 64);
+  const PipelineSchedule s = schedule_plan(p.g, p.plan, avx512());
+  CHECK(record_of(s, "relu_0").rule.channel_chunks == 0);
+  CHECK(record_of(s, "relu_0").tiling.kind == Tiling::Kind::rows);
+  CHECK(record_of(s, "conv2d_0").block->channel_blocks_outside);
 }

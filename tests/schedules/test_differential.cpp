@@ -200,6 +200,38 @@ TEST_CASE("NCHW convs of 12 and 6 channels under a flatten: tiles in chunks of t
   }
 }
 
+TEST_CASE("weight-bound convs tiled by output channels: a 3x3 and a strided one, a residual") {
+  // More weights than input (as ResNet's last stage): tiles are chunks of whole channel
+  // blocks, each with every pixel, the blocks' channel loop outside their pixel loops; 5x5
+  // pixels, so every block touches the padding. 160 channels: chunks of 64 on 2 cores with
+  // AVX-512's 32-wide blocks, the last one narrower (GuardWithIf in the root).
+  graph::GraphBuilder b("weight_bound");
+  auto x = b.input("x", {1, 10, 10, 96}, graph::Layout::NHWC);
+  graph::Conv2dOptions down;
+  down.strides = {2, 2};
+  down.pads = {1, 1, 1, 1};
+  graph::Conv2dOptions same;
+  same.pads = {1, 1, 1, 1};
+  auto y = b.relu(b.conv2d(x, b.param("w0", {160, 96, 3, 3}), down));
+  auto z = b.add(b.conv2d(y, b.param("w1", {160, 160, 3, 3}), same), y);
+  b.output(b.relu(z));
+  const graph::Graph g = b.build();
+  std::vector<fusion::UserGroup> groups(2);
+  groups[0].nodes = {"conv2d_0", "relu_0"};
+  groups[1].nodes = {"conv2d_1", "add_0", "relu_1"};
+  const fusion::FusionPlan plan = check_user_groups(g, groups, 8);
+  const schedules::PipelineSchedule s = schedules::schedule_plan(
+      g, plan, schedules::target_facts(Halide::get_jit_target_from_environment(), {}, 2));
+  for (const auto& grp : s.groups) {
+    CAPTURE(grp.group);
+    for (const auto& n : grp.nodes) {
+      if (n.node == "relu_0" || n.node == "relu_1") {
+        CHECK(n.tiling.kind == schedules::Tiling::Kind::column_chunks);
+      }
+    }
+  }
+}
+
 TEST_CASE("regression: an anchor under a transposing root computes its blocks whole") {
   // Found by `opfuse explore` on attention: {Q, K, V linears, transpose(K)} stores K^T, so
   // linear K is computed per tile of the transpose, whose tiles split K's columns. Its
