@@ -194,20 +194,17 @@ class GroupScheduler {
     }
     int64_t outer_ext = 1;
     for (int i = 1; i < k; ++i) outer_ext *= ext[i];
-    if (rule.channel_chunks > 0 && ext[0] >= int64_t(2 * cores) * rule.channel_chunks) {
-      // Weight-bound convs: 2 chunks of channels per core, in whole register blocks, each
-      // tile all the pixels, so each weight is read from memory once a call.
-      const int64_t m = rule.channel_chunks;
+    // Tiles are chunks of dim 0, 2 per core, in multiples of m, each holding all rows, where
+    // - the convs are weight-bound (rule.channel_chunks): chunks of whole register blocks, each
+    //   tile all the pixels, so each weight is read from memory once a call;
+    // - there are too few rows for the cores ([1, 49152] after a flatten): chunks of vectors.
+    const bool weight_bound = rule.channel_chunks > 0 &&
+                              ext[0] >= int64_t(2 * cores) * rule.channel_chunks;
+    if (weight_bound ||
+        (outer_ext < 2 * cores && rule.chunk_columns && ext[0] >= int64_t(2 * cores) * v)) {
+      const int64_t m = weight_bound ? rule.channel_chunks : v;
       t.kind = Tiling::Kind::column_chunks;
       t.factor = (ext[0] / (2 * cores) + m - 1) / m * m;
-      t.tiles = (ext[0] + t.factor - 1) / t.factor;
-      return t;
-    }
-    if (outer_ext < 2 * cores && rule.chunk_columns && ext[0] >= int64_t(2 * cores) * v) {
-      // Too few rows for the cores ([1, 49152] after a flatten): tiles are chunks of dim 0,
-      // each holding the few rows whole.
-      t.kind = Tiling::Kind::column_chunks;
-      t.factor = (ext[0] / (2 * cores) + v - 1) / v * v;
       t.tiles = (ext[0] + t.factor - 1) / t.factor;
       return t;
     }
@@ -624,16 +621,16 @@ class GroupScheduler {
       if (name != root && !reaches_any(name, {root})) continue;
       if (!aligned(name, root)) continue;
       rule.chunk_columns = false;
+      const RegisterBlock bs = block_shape(name);
       any = true;
       weight_bound = weight_bound && weight_bound_conv(node(name));
-      chunk = std::lcm(chunk, int64_t(block_shape(name).lanes) * block_shape(name).vectors);
+      chunk = std::lcm(chunk, int64_t(bs.lanes) * bs.vectors);
       if (is_nchw_conv(node(name))) {
         // Blocks of an NCHW conv lie along C: tiles hold all channels and split H (or N),
         // which also keeps a tile's input rows (all channels, F + halo rows) in cache.
         rule.whole.insert(2);
         continue;
       }
-      const RegisterBlock bs = block_shape(name);
       size_t ud = size_t(bs.row_dim);
       int64_t block = bs.rows;
       if (ud >= rank || root_shape[rank - 1 - ud] < block) {  // no blocks: the dim is whole

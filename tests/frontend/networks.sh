@@ -34,8 +34,8 @@ compare_corpus() {
 }
 
 aot() {
-    "$WRITE" "$work/models" 224 resnet18 > /dev/null
-    "$WRITE" "$work/models" 224 gpt2_block > /dev/null
+  "$WRITE" "$work/models" 224 resnet18 > /dev/null
+  "$WRITE" "$work/models" 224 gpt2_block > /dev/null
   # Ahead of time, each library run through runtime::Model and checked against the reference:
   # ResNet-18 (47 MB of weights) embeds them, the GPT-2 block (186 MB, beyond `opfuse compile`'s
   # 128 MiB line) loads them from its weights file.
