@@ -22,7 +22,8 @@ fuzz_build="$build/fuzz"
 ) 9>"$build/fuzz.lock"
 [ "$target" = build ] && exit 0
 if [ "$target" = sanitizers ]; then
-  exec "$fuzz_build/sanitized_unit_tests"
+  # Every UBSan report fails the unit tests (the build recovers for the fuzzers' sake).
+  UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 exec "$fuzz_build/sanitized_unit_tests"
 fi
 work="$fuzz_build/work-$target"
 rm -rf "$work" && mkdir -p "$work/corpus"
