@@ -85,7 +85,7 @@ OpStats op_stats(const IndexedGraph& ig, size_t i) {
     s.flops = kDividerFlops * out_elems;
   else if (op == "neg" || op == "where")
     s.flops = out_elems;
-  else if (op == "reduce_sum" || op == "reduce_mean" || op == "reduce_max")
+  else if (graph::has_trait(op, graph::OpTrait::axes_reduction))
     s.flops = elements(ig, n.inputs[0]);
   else if (op == "add" || op == "sub" || op == "mul" || op == "div" || op == "bias_add")
     s.flops = out_elems;

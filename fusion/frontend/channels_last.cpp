@@ -64,7 +64,16 @@ bool convertible(const Graph& g, const Node& n) {
     }
     return true;
   }
+  // A reduction that keeps its dims (the output is 4-D, checked above): the dynamo exporter's
+  // squeeze-excite pooling is ReduceMean over H and W, where TorchScript's is GlobalAveragePool.
+  if (graph::has_trait(n.op, graph::OpTrait::axes_reduction)) return is_activation(g, n.inputs[0]);
   return false;
+}
+
+// An NCHW axis's position in NHWC.
+int64_t nhwc_axis(const Node& n, int64_t nchw_axis) {
+  const int64_t a = graph::normalize_axis(n, nchw_axis, 4);
+  return int64_t(std::find(kToNhwc.begin(), kToNhwc.end(), a) - kToNhwc.begin());
 }
 
 }  // namespace
@@ -154,9 +163,12 @@ std::vector<std::string> to_channels_last(Graph& g, int min_convs) {
         n.attrs["layout"] = std::string("NHWC");
       }
     }
-    if (n.op == "concat") {
-      const int64_t axis = graph::normalize_axis(n, graph::attr_int(n, "axis", 1), 4);
-      n.attrs["axis"] = int64_t(std::find(kToNhwc.begin(), kToNhwc.end(), axis) - kToNhwc.begin());
+    if (n.op == "concat") n.attrs["axis"] = nhwc_axis(n, graph::attr_int(n, "axis", 1));
+    if (graph::has_trait(n.op, graph::OpTrait::axes_reduction)) {
+      std::vector<int64_t> axes = graph::attr_ints(n, "axes", {});  // empty: all, in any layout
+      for (int64_t& a : axes) a = nhwc_axis(n, a);
+      std::sort(axes.begin(), axes.end());
+      n.attrs["axes"] = axes;
     }
     const std::string name = n.outputs[0];
     const std::string renamed = outputs.count(name) ? unique(name + "_nhwc") : name;

@@ -39,9 +39,12 @@ const std::vector<OpSchema> kOps = {
     {"softmax", FK::reduction, 1, 1, "exp(x - max) / sum, along axis (default -1)", OpTrait::row_statistic},
     {"global_avg_pool", FK::reduction, 1, 1, "mean over H and W, keeps them as size 1",
      OpTrait::channel_layout},
-    {"reduce_sum", FK::reduction, 1, 1, "sum over axes (default all), keepdims (default 1)"},
-    {"reduce_mean", FK::reduction, 1, 1, "mean over axes (default all), keepdims (default 1)"},
-    {"reduce_max", FK::reduction, 1, 1, "max over axes (default all), keepdims (default 1)"},
+    {"reduce_sum", FK::reduction, 1, 1, "sum over axes (default all), keepdims (default 1)",
+     OpTrait::axes_reduction},
+    {"reduce_mean", FK::reduction, 1, 1, "mean over axes (default all), keepdims (default 1)",
+     OpTrait::axes_reduction},
+    {"reduce_max", FK::reduction, 1, 1, "max over axes (default all), keepdims (default 1)",
+     OpTrait::axes_reduction},
     {"conv2d", FK::out_elementwise_fusable, 2, 3,
      "2-D convolution (x, w[, b]); strides, pads, dilations, groups, layout",
      OpTrait::anchor | OpTrait::window | OpTrait::channel_layout},
@@ -355,7 +358,7 @@ bool couples_along(const Node& n, const Tensor& x, size_t input, int axis) {
   if (input > 0) {  // the weight, a broadcast operand, indices: only matmul's b has a K
     return op == "matmul" && input == 1 && rank >= 2 && axis == int(rank) - 2;
   }
-  if (op == "reduce_sum" || op == "reduce_mean" || op == "reduce_max") {
+  if (has_trait(op, OpTrait::axes_reduction)) {
     return reduced_axes(n, rank)[size_t(axis)];
   }
   if (op == "softmax") return normalize_axis(n, attr_int(n, "axis", -1), rank) == axis;
@@ -479,7 +482,7 @@ std::vector<Shape> infer_shapes(const Node& n, const std::vector<const Tensor*>&
     if (target.empty()) fail(n, "attribute 'shape' is missing");
     return {broadcast_shapes(n, x.shape, target)};
   }
-  if (op == "reduce_sum" || op == "reduce_mean" || op == "reduce_max") {
+  if (has_trait(op, OpTrait::axes_reduction)) {
     const std::vector<bool> r = reduced_axes(n, x.shape.size());
     const bool keep = attr_int(n, "keepdims", 1) != 0;
     Shape out;

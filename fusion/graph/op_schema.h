@@ -33,6 +33,8 @@ enum : unsigned {
                              // input's (transpose, reshape, expand, gather, slice)
   channel_layout = 1u << 5,  // finds its channel axis from a layout, NCHW or NHWC (attr
                              // "layout", or batch norm's "axis"): conv, pools, batch norm
+  axes_reduction = 1u << 6,  // reduces over the axes listed in attr "axes" (all when empty),
+                             // keepdims: reduce_sum, reduce_mean, reduce_max
 };
 }  // namespace OpTrait
 

@@ -123,7 +123,7 @@ class Lowerer {
     if (op == "concat") return concat(n);
     if (op == "where") return where(n);
     if (op == "expand") return define(n, at(in(n, 0), broadcast_index(shape(n, 0), vars_)));
-    if (op == "reduce_sum" || op == "reduce_mean" || op == "reduce_max") return reduce(n);
+    if (graph::has_trait(op, graph::OpTrait::axes_reduction)) return reduce(n);
     if (op == "gather") return gather(n);
     if (op == "slice") return slice(n);
     graph::fail(n, "has no Halide lowering (internal error)");

@@ -224,7 +224,7 @@ HostTensor run_node(const Graph& g, const Node& n, const std::vector<const HostT
     });
     return y;
   }
-  if (op == "reduce_sum" || op == "reduce_mean" || op == "reduce_max") {
+  if (graph::has_trait(op, graph::OpTrait::axes_reduction)) {
     const std::vector<bool> red = graph::reduced_axes(n, x.shape.size());
     const bool keep = graph::attr_int(n, "keepdims", 1) != 0;
     std::vector<double> acc(size_t(graph::num_elements(out_shape)),

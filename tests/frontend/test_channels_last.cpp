@@ -1,7 +1,8 @@
 // The channels-last layout pass (fusion/frontend/channels_last.h) on an NCHW network with what
 // the corpus CNNs have: conv + batch norm + ReLU, a per-channel constant, a depthwise conv, a
 // branch joined by a concat, a pool, a squeeze-excitation gate (a [N,C,1,1] tensor broadcast
-// against the activations), global pooling into a reshape and a linear head, and an output
+// against the activations, pooled by a ReduceMean over H and W as the dynamo exporter writes
+// it), a spatial gate (a max over channels, [N,1,H,W]), global pooling into a reshape and a linear head, and an output
 // taken inside the region. The rewritten graph keeps the inputs and outputs, changes layout
 // only at the region's edges, and computes the same values: by the reference executor and by
 // the fused plan through the JIT.
@@ -35,8 +36,10 @@ graph::Graph small_cnn() {
   auto c4 = b.conv2d(c1, b.param("w4", {16, 16, 1, 1}));
   auto joined = b.concat({c3, c4}, 1);
   auto pooled = b.max_pool(joined, 2, 2);
-  auto gate = b.sigmoid(b.conv2d(b.global_avg_pool(pooled), b.param("w5", {32, 32, 1, 1})));
-  auto gated = b.mul(pooled, gate);
+  auto squeezed = b.reduce("reduce_mean", pooled, {3, -2});  // H and W, one axis negative
+  auto gate = b.sigmoid(b.conv2d(squeezed, b.param("w5", {32, 32, 1, 1})));
+  auto spatial = b.sigmoid(b.reduce("reduce_max", pooled, {1}));
+  auto gated = b.mul(b.mul(pooled, gate), spatial);
   auto features = b.reshape(b.global_avg_pool(gated), {1, 32});
   b.output(b.linear(features, b.param("fc", {32, 10})));
   b.output(pooled);
@@ -69,6 +72,8 @@ TEST_CASE("channels-last: same inputs, outputs and values; layout changes at the
     }
     if (n.op == "batch_norm") CHECK(graph::attr_int(n, "axis", 1) == 3);
     if (n.op == "concat") CHECK(graph::attr_int(n, "axis", 1) == 3);
+    if (n.op == "reduce_mean") CHECK(graph::attr_ints(n, "axes", {}) == std::vector<int64_t>{1, 2});
+    if (n.op == "reduce_max") CHECK(graph::attr_ints(n, "axes", {}) == std::vector<int64_t>{3});
   }
   const graph::TensorMap in = graph::random_inputs(before, 7);
   const graph::TensorMap want = reference::run(before, in);
