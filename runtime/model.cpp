@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <stdexcept>
 
+#include "runtime/thread_pool.h"
+
 namespace opfuse::runtime {
 namespace {
 
@@ -181,6 +183,7 @@ Model Model::open(const std::string& path, const std::string& entry) {
   // The library's own Halide runtime reports errors through its own handler: route them to
   // the one that turns them into exceptions.
   if (void* set = dlsym(handle, "halide_set_error_handler")) install_error_handler_into(set);
+  if (void* set = dlsym(handle, "halide_set_custom_do_par_for")) install_thread_pool_into(set);
   Model m(fn_name, fn, md, dynamic);
   m.library_ = std::move(lib);
   if (void* load = dlsym(handle, (fn_name + "_load_weights").c_str())) {
@@ -232,6 +235,7 @@ void Model::check_size(const std::string& role, int64_t v) const {
 
 void Model::run(const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs) const {
   install_error_handler();
+  install_thread_pool();
   auto fail = [&](const std::string& what) {
     throw std::invalid_argument("model " + name_ + ": " + what);
   };

@@ -12,6 +12,7 @@
 #include "Halide.h"
 #include "fusion/ops/lower.h"
 #include "fusion/ops/realize.h"
+#include "runtime/thread_pool.h"
 #include "schedules/emitter.h"
 
 namespace opfuse::schedules {
@@ -72,6 +73,13 @@ std::string g_print;
 void capturing_print(JITUserContext*, const char* text) {
   std::lock_guard<std::mutex> lock(g_print_mutex);
   g_print += text;
+}
+
+// The parallel loops on the spinning pool (runtime/thread_pool.h: why). The tasks Halide passes
+// take the JIT's user context where the pool's take a void*: the same pointer.
+int spinning_do_par_for(JITUserContext* uc, int (*f)(JITUserContext*, int, uint8_t*), int min,
+                        int size, uint8_t* closure) {
+  return runtime::spinning_do_par_for(uc, reinterpret_cast<runtime::ParTask>(f), min, size, closure);
 }
 
 }  // namespace
@@ -140,6 +148,9 @@ void CompiledPlan::compile(const graph::Graph& g, const fusion::FusionPlan& plan
   impl_->pipeline.jit_handlers().custom_malloc = counting_malloc;
   impl_->pipeline.jit_handlers().custom_free = counting_free;
   if (profile) impl_->pipeline.jit_handlers().custom_print = capturing_print;
+  if (runtime::spinning_pool_enabled()) {
+    impl_->pipeline.jit_handlers().custom_do_par_for = spinning_do_par_for;
+  }
   impl_->pipeline.compile_jit(impl_->target);
 }
 

@@ -2,7 +2,7 @@
 // this CPU, for a quick check of a model before an AOT build.
 //
 //   opfuse run MODEL [--input NAME=FILE.npy|FILE.bin ...] [--outputs DIR] [--plan PLAN.json]
-//              [--library LIB.so] [--check] [--reps N] [--dim NAME=N ...]
+//              [--library LIB.so] [--check] [--reps N [--compare-spin]] [--dim NAME=N ...]
 //
 // A model with symbolic dimensions (a dynamic batch) runs at the sizes --dim gives, else at
 // those of the --input .npy files.
@@ -31,6 +31,7 @@
 #include "fusion/ops/lower.h"
 #include "fusion/ops/realize.h"
 #include "runtime/model.h"
+#include "runtime/thread_pool.h"
 #include "schedules/jit.h"
 #include "schedules/shape_cache.h"
 #include "schedules/emitter.h"
@@ -236,6 +237,10 @@ int main(int argc, char** argv) {
   app.add_option("--profile", profile, "hardware profile for the planner");
   app.add_flag("--check", check, "compare every output with the reference executor");
   app.add_option("--reps", reps, "time the plan over N runs (median)");
+  bool compare_spin = false;
+  app.add_flag("--compare-spin", compare_spin,
+               "with --reps: alternate the thread pool's idle spin (on, off) every 5 runs and "
+               "print both medians (runtime/thread_pool.h)");
   std::string library;
   app.add_option("--library", library,
                  "run this library (`opfuse compile MODEL --shared`) instead of the JIT");
@@ -347,13 +352,24 @@ int main(int argc, char** argv) {
     const graph::TensorMap out = jit ? jit->outputs() : lib->outputs();
     if (reps > 0) {
       std::vector<double> t;
+      std::vector<double> t0s;
+      const bool ab = compare_spin;
+      const int spin = opfuse::runtime::spin_us();
       for (int i = 0; i < reps; ++i) {
+        if (ab) opfuse::runtime::set_spin_us((i / 5) % 2 ? 0 : spin);
         const auto t0 = std::chrono::steady_clock::now();
         run_once();
-        t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+        const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        ((ab && (i / 5) % 2) ? t0s : t).push_back(dt);
+      }
+      if (ab) {
+        opfuse::runtime::set_spin_us(spin);
+        std::sort(t0s.begin(), t0s.end());
+        std::printf("time, workers sleeping between loops (spin 0): median %.4f ms over %zu runs\n",
+                    t0s[t0s.size() / 2] * 1e3, t0s.size());
       }
       std::sort(t.begin(), t.end());
-      std::printf("time: median %.4f ms over %d runs\n", t[t.size() / 2] * 1e3, reps);
+      std::printf("time: median %.4f ms over %zu runs\n", t[t.size() / 2] * 1e3, t.size());
     }
     if (breakdown) {
       // Halide's profiler samples every millisecond or so: runs until about a second of

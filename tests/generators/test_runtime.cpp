@@ -3,13 +3,17 @@
 
 #include <atomic>
 #include <chrono>
+#include <mutex>
+#include <set>
 #include <thread>
+#include <vector>
 
 #include "bench/zoo_model.h"
 #include "fusion/graph/host_tensor.h"
 #include "fusion/reference/executor.h"
 #include "runtime/kernel.h"
 #include "runtime/pool_allocator.h"
+#include "runtime/thread_pool.h"
 #include "tests/kernel_check.h"
 
 using namespace opfuse;
@@ -139,4 +143,93 @@ TEST_CASE("the pooled allocator reuses intermediates across calls and keeps resu
   const auto cmp = reference::compare(c.outputs[c.graph.outputs()[0]].data,
                                       want.at(c.graph.outputs()[0]).data, testing::kZooTolerance);
   CHECK_MESSAGE(cmp.ok(), cmp.summary());
+}
+
+namespace {
+
+// Counts each task index it is run with; an index at `fail_at` returns 7.
+struct CountingTasks {
+  std::vector<std::atomic<int>> hits;
+  int fail_at = -1;
+  std::mutex m;
+  std::set<std::thread::id> threads;
+  std::chrono::microseconds each{0};
+  std::atomic<int> wrong_context{0};
+  explicit CountingTasks(int n) : hits(size_t(n)) {}
+  static int task(void* uc, int idx, uint8_t* closure) {
+    auto* self = reinterpret_cast<CountingTasks*>(closure);
+    if (uc != &self->hits) self->wrong_context.fetch_add(1);
+    self->hits[size_t(idx - 100)].fetch_add(1);
+    {
+      std::lock_guard<std::mutex> lock(self->m);
+      self->threads.insert(std::this_thread::get_id());
+    }
+    if (self->each.count()) std::this_thread::sleep_for(self->each);
+    return idx - 100 == self->fail_at ? 7 : 0;
+  }
+  int run() {
+    return runtime::spinning_do_par_for(&hits, task, 100, int(hits.size()),
+                                        reinterpret_cast<uint8_t*>(this));
+  }
+  bool each_once() const {
+    if (wrong_context.load() != 0) return false;
+    for (const auto& h : hits) {
+      if (h.load() != 1) return false;
+    }
+    return true;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("the thread pool runs every task once, returns a failure, nests and takes callers") {
+  for (int n : {0, 1, 2, 7, 1000}) {
+    CAPTURE(n);
+    CountingTasks t(n);
+    CHECK(t.run() == 0);
+    CHECK(t.each_once());
+  }
+  {  // a failing task's code comes back; the other tasks still ran
+    CountingTasks t(50);
+    t.fail_at = 17;
+    CHECK(t.run() == 7);
+    CHECK(t.each_once());
+  }
+  {  // a loop inside a task runs on that task's thread
+    CountingTasks outer(8);
+    std::atomic<int> inner_ok{0};
+    struct Ctx {
+      std::atomic<int>* ok;
+    } ctx{&inner_ok};
+    auto nested = [](void*, int, uint8_t* c) {
+      CountingTasks inner(5);
+      const int r = inner.run();
+      if (r == 0 && inner.each_once()) reinterpret_cast<Ctx*>(c)->ok->fetch_add(1);
+      return r;
+    };
+    CHECK(runtime::spinning_do_par_for(nullptr, nested, 0, 8, reinterpret_cast<uint8_t*>(&ctx)) == 0);
+    CHECK(inner_ok.load() == 8);
+  }
+  {  // loops from several threads at once: each completes, whichever runs on the pool
+    std::vector<std::thread> callers;
+    std::atomic<int> ok{0};
+    for (int c = 0; c < 4; ++c) {
+      callers.emplace_back([&] {
+        for (int k = 0; k < 200; ++k) {
+          CountingTasks t(13);
+          if (t.run() == 0 && t.each_once()) ok.fetch_add(1);
+        }
+      });
+    }
+    for (auto& c : callers) c.join();
+    CHECK(ok.load() == 800);
+  }
+  // Idle past the spin budget (1 ms unless OPFUSE_SPIN_US says otherwise): the workers sleep,
+  // and the next loop wakes them: its tasks (2 ms each) run on more than one thread.
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  CountingTasks slow(40);
+  slow.each = std::chrono::milliseconds(2);
+  CHECK(slow.run() == 0);
+  CHECK(slow.each_once());
+  if (runtime::pool_threads() > 1) CHECK(slow.threads.size() > 1);
 }
