@@ -67,13 +67,17 @@ class Pool {
   int spin_us() const { return spin_us_.load(); }
 
   int run(ParTask f, void* uc, int min, int size, uint8_t* closure) {
-    std::unique_lock<std::mutex> one(loop_mutex_, std::try_to_lock);
-    if (threads_ == 1 || size == 1 || t_in_task || !one.owns_lock()) {
+    auto serially = [&] {
       for (int i = 0; i < size; ++i) {
         if (const int r = f(uc, min + i, closure)) return r;
       }
       return 0;
-    }
+    };
+    // Inside a task (a pool thread, or this caller's own loop, which holds loop_mutex_), ask
+    // for nothing: locking a mutex this thread holds is undefined.
+    if (threads_ == 1 || size == 1 || t_in_task) return serially();
+    std::unique_lock<std::mutex> one(loop_mutex_, std::try_to_lock);
+    if (!one.owns_lock()) return serially();
     Job job{f, uc, min, size, closure};
     current_.store(&job);
     generation_.fetch_add(1);

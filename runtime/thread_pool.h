@@ -13,8 +13,8 @@
 // ResNet-18 27.5 -> 27.2.
 //
 // The pool has HL_NUM_THREADS threads (the caller counted), else one per online CPU, as
-// Halide's own. OPFUSE_THREAD_POOL=halide keeps Halide's pool. A parallel loop inside a task, or one started while another thread's loop
-// runs, runs serially on its caller.
+// Halide's own; OPFUSE_THREAD_POOL=halide keeps Halide's pool. A parallel loop inside a task,
+// or one started while another thread's loop runs, runs serially on its caller.
 #pragma once
 
 #include <cstdint>

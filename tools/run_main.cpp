@@ -351,25 +351,25 @@ int main(int argc, char** argv) {
     auto run_once = [&] { jit ? jit->run() : lib->run(); };
     const graph::TensorMap out = jit ? jit->outputs() : lib->outputs();
     if (reps > 0) {
-      std::vector<double> t;
-      std::vector<double> t0s;
-      const bool ab = compare_spin;
-      const int spin = opfuse::runtime::spin_us();
+      // With --compare-spin, runs alternate in fives: spinning workers, then sleeping ones.
+      std::vector<double> spinning, sleeping;
+      const int spin = compare_spin ? opfuse::runtime::spin_us() : 0;
       for (int i = 0; i < reps; ++i) {
-        if (ab) opfuse::runtime::set_spin_us((i / 5) % 2 ? 0 : spin);
+        const bool asleep = compare_spin && (i / 5) % 2;
+        if (compare_spin) opfuse::runtime::set_spin_us(asleep ? 0 : spin);
         const auto t0 = std::chrono::steady_clock::now();
         run_once();
-        const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        ((ab && (i / 5) % 2) ? t0s : t).push_back(dt);
+        (asleep ? sleeping : spinning)
+            .push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
       }
-      if (ab) {
-        opfuse::runtime::set_spin_us(spin);
-        std::sort(t0s.begin(), t0s.end());
-        std::printf("time, workers sleeping between loops (spin 0): median %.4f ms over %zu runs\n",
-                    t0s[t0s.size() / 2] * 1e3, t0s.size());
-      }
-      std::sort(t.begin(), t.end());
-      std::printf("time: median %.4f ms over %zu runs\n", t[t.size() / 2] * 1e3, t.size());
+      if (compare_spin) opfuse::runtime::set_spin_us(spin);
+      auto print_median = [](const char* what, std::vector<double> t) {
+        if (t.empty()) return;
+        std::sort(t.begin(), t.end());
+        std::printf("%s: median %.4f ms over %zu runs\n", what, t[t.size() / 2] * 1e3, t.size());
+      };
+      print_median("time, workers sleeping between loops (spin 0)", sleeping);
+      print_median("time", spinning);
     }
     if (breakdown) {
       // Halide's profiler samples every millisecond or so: runs until about a second of
