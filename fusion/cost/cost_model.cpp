@@ -71,6 +71,10 @@ OpStats op_stats(const IndexedGraph& ig, size_t i) {
     s.flops = out_elems;
   else if (op == "leaky_relu" || op == "clamp" || op == "relu6")
     s.flops = 2 * out_elems;
+  else if (op == "hard_sigmoid")
+    s.flops = 3 * out_elems;  // multiply-add, clamp
+  else if (op == "hard_swish")
+    s.flops = 4 * out_elems;  // multiply-add, clamp, multiply
   else if (op == "sigmoid")
     s.flops = (kTranscendentalFlops + 2) * out_elems;
   else if (op == "tanh" || op == "exp")

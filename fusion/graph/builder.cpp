@@ -50,6 +50,10 @@ GraphBuilder::T GraphBuilder::clamp(const T& x, double lo, double hi) {
   return node("clamp", {x}, {{"min", lo}, {"max", hi}});
 }
 GraphBuilder::T GraphBuilder::relu6(const T& x) { return node("relu6", {x}); }
+GraphBuilder::T GraphBuilder::hard_sigmoid(const T& x, double alpha, double beta) {
+  return node("hard_sigmoid", {x}, {{"alpha", alpha}, {"beta", beta}});
+}
+GraphBuilder::T GraphBuilder::hard_swish(const T& x) { return node("hard_swish", {x}); }
 GraphBuilder::T GraphBuilder::sigmoid(const T& x) { return node("sigmoid", {x}); }
 GraphBuilder::T GraphBuilder::tanh(const T& x) { return node("tanh", {x}); }
 GraphBuilder::T GraphBuilder::gelu(const T& x, bool tanh_approximation) {

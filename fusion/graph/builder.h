@@ -44,6 +44,8 @@ class GraphBuilder {
   T leaky_relu(const T& x, double alpha = 0.01);
   T clamp(const T& x, double lo, double hi);
   T relu6(const T& x);
+  T hard_sigmoid(const T& x, double alpha = 0.2, double beta = 0.5);
+  T hard_swish(const T& x);
   T sigmoid(const T& x);
   T tanh(const T& x);
   T gelu(const T& x, bool tanh_approximation = false);

@@ -15,6 +15,8 @@ const std::vector<OpSchema> kOps = {
     {"leaky_relu", FK::elementwise, 1, 1, "x > 0 ? x : alpha * x (alpha = 0.01)"},
     {"clamp", FK::elementwise, 1, 1, "min(max(x, min), max) (min = 0, max = 6)"},
     {"relu6", FK::elementwise, 1, 1, "min(max(x, 0), 6)"},
+    {"hard_sigmoid", FK::elementwise, 1, 1, "clamp(alpha * x + beta, 0, 1) (alpha = 0.2, beta = 0.5)"},
+    {"hard_swish", FK::elementwise, 1, 1, "x * clamp(x / 6 + 1/2, 0, 1)"},
     {"sigmoid", FK::elementwise, 1, 1, "1 / (1 + exp(-x))", OpTrait::transcendental},
     {"tanh", FK::elementwise, 1, 1, "tanh(x)", OpTrait::transcendental},
     {"gelu", FK::elementwise, 1, 1, "x * Phi(x); approximate = \"tanh\" for the tanh form", OpTrait::transcendental},
@@ -64,7 +66,7 @@ const std::vector<OpSchema> kOps = {
      "x[..., indices, ...] along axis: constant indices (scalar = 1 drops the axis), or an "
      "integer tensor of them (ONNX Gather: the axis becomes the indices' shape; an embedding "
      "lookup)", OpTrait::moves_layout},
-    {"cast", FK::elementwise, 1, 1, "an integer tensor's values as f32 (ONNX Cast to FLOAT)"},
+    {"cast", FK::elementwise, 1, 1, "an integer tensor's values as f32 (ONNX Cast to FLOAT); to = \"bool\": x != 0 as 0/1"},
 };
 
 std::string ints_to_string(const std::vector<int64_t>& v) { return shape_to_string(v); }
@@ -267,7 +269,8 @@ Window2d pool_window(const Node& n, const Tensor& x) {
 
 UnaryParams unary_params(const Node& n) {
   UnaryParams p;
-  p.alpha = attr_float(n, "alpha", 0.01);
+  p.alpha = attr_float(n, "alpha", n.op == "hard_sigmoid" ? 0.2 : 0.01);
+  p.beta = attr_float(n, "beta", 0.5);
   if (n.op == "clamp") {
     p.lo = attr_float(n, "min", 0.0);
     p.hi = attr_float(n, "max", 6.0);

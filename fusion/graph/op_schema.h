@@ -93,7 +93,8 @@ Window2d pool_window(const Node& n, const Tensor& x);
 Layout op_layout(const Node& n, const Tensor& x);
 
 struct UnaryParams {  // leaky_relu alpha, clamp bounds, gelu variant, pow exponent
-  double alpha = 0.01;
+  double alpha = 0.01;  // hard_sigmoid: 0.2 (ONNX's default), with beta
+  double beta = 0.5;
   double lo = 0, hi = 6;
   bool gelu_tanh = false;
   double exponent = 1;

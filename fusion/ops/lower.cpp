@@ -142,6 +142,10 @@ class Lowerer {
       e = clamp(x, float(p.lo), float(p.hi));
     else if (op == "relu6")
       e = clamp(x, 0.0f, 6.0f);
+    else if (op == "hard_sigmoid")
+      e = clamp(float(p.alpha) * x + float(p.beta), 0.0f, 1.0f);
+    else if (op == "hard_swish")
+      e = x * clamp(x * (1.0f / 6.0f) + 0.5f, 0.0f, 1.0f);
     else if (op == "sigmoid")
       e = 1.0f / (1.0f + Halide::exp(-x));
     else if (op == "tanh") {
@@ -163,6 +167,8 @@ class Lowerer {
       e = 1.0f / x;
     } else if (op == "neg") {
       e = -x;
+    } else if (op == "cast" && graph::attr_string(n, "to", "float") == "bool") {
+      e = select(x != 0, 1.0f, 0.0f);
     } else if (op == "cast") {
       e = cast<float>(x);
     } else if (op == "erf") {

@@ -12,8 +12,9 @@ namespace {
 
 using graph::FusionKind;
 
-const std::set<std::string> kActivations = {"relu",    "leaky_relu", "clamp", "relu6",
-                                            "sigmoid", "tanh",       "gelu"};
+const std::set<std::string> kActivations = {"relu",    "leaky_relu", "clamp",       "relu6",
+                                            "sigmoid", "tanh",       "gelu",        "hard_swish",
+                                            "hard_sigmoid"};
 
 class Parser {
  public:

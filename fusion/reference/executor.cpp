@@ -52,6 +52,10 @@ float unary(const Node& n, const graph::UnaryParams& p, float x) {
   if (op == "leaky_relu") return x > 0 ? x : float(p.alpha) * x;
   if (op == "clamp") return std::min(std::max(x, float(p.lo)), float(p.hi));
   if (op == "relu6") return std::min(std::max(x, 0.0f), 6.0f);
+  if (op == "hard_sigmoid") {
+    return float(std::clamp(double(float(p.alpha)) * x + double(float(p.beta)), 0.0, 1.0));
+  }
+  if (op == "hard_swish") return float(x * std::clamp(double(x) / 6.0 + 0.5, 0.0, 1.0));
   if (op == "sigmoid") return float(1.0 / (1.0 + std::exp(-double(x))));
   if (op == "tanh") return float(std::tanh(double(x)));
   if (op == "exp") return float(std::exp(double(x)));
@@ -66,6 +70,7 @@ float unary(const Node& n, const graph::UnaryParams& p, float x) {
   if (op == "erf") return float(std::erf(double(x)));
   if (op == "silu") return float(double(x) / (1.0 + std::exp(-double(x))));
   if (op == "pow") return float(std::pow(double(x), p.exponent));
+  if (op == "cast" && graph::attr_string(n, "to", "float") == "bool") return x != 0 ? 1.0f : 0.0f;
   if (op == "cast") return x;  // integers are held as exact f32 values
   graph::fail(n, "no reference for this elementwise op (internal error)");
 }

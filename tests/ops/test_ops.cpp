@@ -57,6 +57,11 @@ TEST_CASE("elementwise ops") {
        [](B& g, B::T x) {
          return g.relu6(g.mul(x, g.param("k", {1}, {8, 8})));
        }},
+      // x / 6 is a multiply by 1/6 in the kernels: one rounding from the reference.
+      {"hard_sigmoid", kTranscendental,
+       [](B& g, B::T x) { return g.hard_sigmoid(g.mul(x, g.param("k", {1}, {8, 8})), 1.0 / 6); }},
+      {"hard_swish", kTranscendental,
+       [](B& g, B::T x) { return g.hard_swish(g.mul(x, g.param("k", {1}, {8, 8}))); }},
       {"sigmoid", kTranscendental, [](B& g, B::T x) { return g.sigmoid(x); }},
       {"tanh", kTranscendental, [](B& g, B::T x) { return g.tanh(x); }},
       {"exp", kTranscendental, [](B& g, B::T x) { return g.exp(x); }},
