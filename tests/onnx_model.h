@@ -69,12 +69,26 @@ struct OnnxModel {
     kv("offset", std::to_string(offset));
     if (length >= 0) kv("length", std::to_string(length));
   }
-  void init_ints(const std::string& name, const std::vector<int64_t>& v) {
+  // An int64 (or, with type BOOL, a bool) initializer; dims default to [v.size()].
+  void init_ints(const std::string& name, const std::vector<int64_t>& v,
+                 std::vector<int64_t> dims = {}, int type = onnx::TensorProto::INT64) {
     auto* t = m.mutable_graph()->add_initializer();
     t->set_name(name);
-    t->set_data_type(onnx::TensorProto::INT64);
-    t->add_dims(int64_t(v.size()));
-    for (int64_t x : v) t->add_int64_data(x);
+    t->set_data_type(type);
+    if (dims.empty()) dims = {int64_t(v.size())};
+    for (int64_t d : dims) t->add_dims(d);
+    for (int64_t x : v) {
+      if (type == onnx::TensorProto::BOOL)
+        t->add_int32_data(int32_t(x));
+      else
+        t->add_int64_data(x);
+    }
+  }
+  // Marks the last graph input int64 (token ids, masks).
+  void int64_input(const std::string& name, const std::vector<int64_t>& shape) {
+    input(name, shape);
+    m.mutable_graph()->mutable_input()->rbegin()->mutable_type()->mutable_tensor_type()
+        ->set_elem_type(onnx::TensorProto::INT64);
   }
   onnx::NodeProto* node(const std::string& op, const std::string& name, std::vector<std::string> in,
                         const std::string& out) {

@@ -208,6 +208,13 @@ class Importer {
   std::vector<int64_t> int_values(const onnx::TensorProto& t) const {
     const std::string raw = raw_bytes(t);
     std::vector<int64_t> v(t.int64_data().begin(), t.int64_data().end());
+    if (t.data_type() == onnx::TensorProto::BOOL) {  // one byte each, or int32_data
+      v.assign(t.int32_data().begin(), t.int32_data().end());
+      if (v.empty()) {
+        for (char c : raw) v.push_back(c != 0);
+      }
+      return v;
+    }
     if (t.data_type() == onnx::TensorProto::INT32) {
       v.assign(t.int32_data().begin(), t.int32_data().end());
       if (v.empty() && !raw.empty()) {
@@ -388,9 +395,10 @@ class Importer {
     }
     const std::string out = on.output(0);
     // Pass-throughs: the output is another name for the input.
+    const bool to_bool = op == "Cast" && int_attr(on, "to", 0) == onnx::TensorProto::BOOL;
     if (op == "Identity" || op == "Dropout" ||
-        (op == "Cast" && !int_constants_.count(ins.at(0)) && !integer_tensor(ins[0]) &&
-         cast_keeps_float32(on, name, ins[0]))) {
+        (op == "Cast" && !to_bool && !int_constants_.count(ins.at(0)) &&
+         !integer_tensor(ins[0]) && cast_keeps_float32(on, name, ins[0]))) {
       alias_[out] = ins.at(0);
       return;
     }
@@ -412,6 +420,12 @@ class Importer {
         {"Exp", "exp"}};
     if (auto it = simple.find(op); it != simple.end()) {
       n.op = it->second;
+    } else if (op == "HardSigmoid") {
+      n.op = "hard_sigmoid";
+      n.attrs["alpha"] = float_attr(on, "alpha", 0.2);
+      n.attrs["beta"] = float_attr(on, "beta", 0.5);
+    } else if (op == "HardSwish") {
+      n.op = "hard_swish";
     } else if (op == "Gelu") {
       n.op = "gelu";
       if (const auto* a = attr(on, "approximate"); a && a->s() == "tanh") {
@@ -461,8 +475,15 @@ class Importer {
     } else if (op == "Reshape") {
       n.op = "reshape";
       if (ins.size() != 2) refuse(on, name, "needs a target shape");
-      if (int_attr(on, "allowzero", 0) != 0) refuse(on, name, "allowzero = 1 is not supported");
-      n.attrs["shape"] = ints_input(on, name, ins[1], "the target shape");
+      const std::vector<int64_t>& target = ints_input(on, name, ins[1], "the target shape");
+      // allowzero = 1 (the dynamo exporter sets it on every Reshape) differs from 0 only where
+      // the target holds a 0: an empty axis then, which no opfuse tensor has.
+      if (int_attr(on, "allowzero", 0) != 0 &&
+          std::find(target.begin(), target.end(), 0) != target.end()) {
+        refuse(on, name, "allowzero = 1 with a 0 in the target shape " + shape_to_string(target) +
+                             " makes an empty tensor, which is not supported");
+      }
+      n.attrs["shape"] = target;
       n.inputs.resize(1);
     } else if (op == "Slice") {
       n.op = "slice";
@@ -508,6 +529,10 @@ class Importer {
       n.op = "reshape";
       n.attrs["shape"] = reshaped(on, name, ins, shape_of(ins[0]));
       n.inputs.resize(1);
+    } else if (to_bool) {
+      // A bool is held as 0/1, like a BOOL initializer (attention masks): x != 0.
+      n.op = "cast";
+      n.attrs["to"] = std::string("bool");
     } else if (op == "Cast" && integer_tensor(ins.at(0))) {
       const int64_t to = int_attr(on, "to", onnx::TensorProto::FLOAT);
       if (to == onnx::TensorProto::INT64 || to == onnx::TensorProto::INT32) {
@@ -515,10 +540,17 @@ class Importer {
         return;
       }
       if (to != onnx::TensorProto::FLOAT) {
-        refuse(on, name, "an integer tensor casts to float32 (or int64, int32) only, not ONNX "
-                         "type " + std::to_string(to));
+        refuse(on, name, "an integer tensor casts to float32, bool, int64 or int32 only, not "
+                         "ONNX type " + std::to_string(to));
       }
       n.op = "cast";
+    } else if (op == "And") {
+      n.op = "mul";  // bools are held as 0/1: a and b = a * b
+      for (auto& in : n.inputs) {
+        if (int_constants_.count(in)) in = int_constant_as_param(in);
+      }
+    } else if (op == "GatherND") {
+      gather_nd(on, name, ins, n);
     } else if (op == "Gather" && integer_tensor(ins.at(1))) {
       // Indices computed at run time (token ids into an embedding table).
       n.op = "gather";
@@ -544,26 +576,24 @@ class Importer {
       // A condition folded from integer arithmetic (a mask from Equal or LessOrEqual on
       // shapes) becomes a 0/1 param like a BOOL initializer.
       if (int_constants_.count(ins.at(0))) n.inputs[0] = int_constant_as_param(ins[0]);
-      if (!is_param(n.inputs[0])) refuse(on, name, "the condition must be a constant");
+      if (integer_tensor(n.inputs[0])) {
+        refuse(on, name, "the condition '" + ins[0] + "' is an integer tensor; a bool (a Cast "
+                         "to BOOL, a comparison) or a constant is needed");
+      }
       n.op = "where";
     } else {
       refuse(on, name,
              "op '" + op +
                  "' is not supported (supported: Conv, BatchNormalization, Relu, Sigmoid, Tanh, "
-                 "Gelu, Erf, Exp, Sqrt, Reciprocal, Neg, Pow, Clip, Add, Mul, Sub, Div, MaxPool, "
+                 "Gelu, HardSigmoid, HardSwish, Erf, Exp, Sqrt, Reciprocal, Neg, Pow, Clip, Add, Mul, Sub, Div, MaxPool, "
                  "AveragePool, GlobalAveragePool, Gemm, MatMul, Softmax, LayerNormalization, "
                  "ReduceMean, ReduceSum, ReduceMax, Transpose, Reshape, Flatten, Squeeze, "
-                 "Unsqueeze, Concat, Slice, Split, Gather, Expand, Where, Constant, Identity, "
-                 "Dropout, Cast, Shape; ConstantOfShape, Range, Equal, Less(OrEqual), "
-                 "Greater(OrEqual) where their inputs are constant)");
+                 "Unsqueeze, Concat, Slice, Split, Gather, Expand, Where, And, Constant, Identity, "
+                 "Dropout, Cast, Shape; GatherND with constant indices; ConstantOfShape, Range, "
+                 "GatherElements, Equal, Less(OrEqual), Greater(OrEqual), Or where their inputs "
+                 "are constant)");
     }
-    try {
-      if (fold(n)) return;
-      g_.add_node(std::move(n));
-      g_.infer_node(g_.nodes().size() - 1);  // later nodes (Flatten, Squeeze) need the shape
-    } catch (const GraphError& e) {
-      throw GraphError(source_ + ": " + e.what());
-    }
+    add(std::move(n));  // later nodes (Flatten, Squeeze) need the shape
   }
 
   // An integer graph input, or a tensor computed from one (not a folded constant).
@@ -640,6 +670,69 @@ class Importer {
     return name;
   }
 
+  // GatherND with constant indices (the dynamo exporter broadcasts BERT's attention mask so):
+  // the k leading axes the index tuples address become one (a reshape), and the tuples flat
+  // indices into it, so the node is a gather by a constant index tensor. `n` becomes that
+  // gather; the reshape, where one is needed, is added here.
+  void gather_nd(const onnx::NodeProto& on, const std::string& name,
+                 const std::vector<std::string>& ins, Node& n) {
+    if (int_attr(on, "batch_dims", 0) != 0) refuse(on, name, "batch_dims != 0 is not supported");
+    const std::vector<int64_t>& idx = ints_input(on, name, ins.at(1), "the indices");
+    const Shape ishape = int_shapes_.at(ins[1]), x = shape_of(ins.at(0));
+    const int64_t k = ishape.empty() ? 0 : ishape.back();
+    if (ishape.size() < 2 || k < 1 || k > int64_t(x.size())) {
+      refuse(on, name, "indices of shape " + shape_to_string(ishape) + " for data of shape " +
+                           shape_to_string(x) + ": a last axis of 1.." +
+                           std::to_string(x.size()) + " after at least one other is needed");
+    }
+    std::vector<int64_t> flat;
+    for (size_t t = 0; t < idx.size(); t += size_t(k)) {
+      int64_t f = 0;
+      for (int64_t j = 0; j < k; ++j) {
+        int64_t v = idx[t + size_t(j)];
+        const int64_t d = x[size_t(j)];
+        if (v < 0) v += d;
+        if (v < 0 || v >= d) {
+          refuse(on, name, "index " + std::to_string(idx[t + size_t(j)]) + " is outside axis " +
+                               std::to_string(j) + " of extent " + std::to_string(d));
+        }
+        f = f * d + v;
+      }
+      flat.push_back(f);
+    }
+    const std::string flat_name = name + "_flat_indices";
+    int_constants_[flat_name] = flat;
+    int_shapes_[flat_name] = Shape(ishape.begin(), ishape.end() - 1);
+    std::string data = ins[0];
+    if (k > 1) {
+      Node r;
+      r.name = name + "_leading_axes";
+      r.op = "reshape";
+      r.inputs = {ins[0]};
+      r.outputs = {on.output(0) + "_leading_axes"};
+      Shape s{1};
+      for (int64_t j = 0; j < k; ++j) s[0] *= x[size_t(j)];
+      s.insert(s.end(), x.begin() + k, x.end());
+      r.attrs["shape"] = s;
+      data = r.outputs[0];
+      add(std::move(r));
+    }
+    n.op = "gather";
+    n.inputs = {data, int_constant_as_index_param(flat_name)};
+    n.attrs["axis"] = int64_t{0};
+  }
+
+  // Adds a node the importer made (folded if its inputs are constants), its shape inferred.
+  void add(Node n) {
+    try {
+      if (fold(n)) return;
+      g_.add_node(std::move(n));
+      g_.infer_node(g_.nodes().size() - 1);
+    } catch (const GraphError& e) {
+      throw GraphError(source_ + ": " + e.what());
+    }
+  }
+
   // Slice's bounds: constant inputs starts, ends[, axes[, steps]] (attributes before opset 10).
   Attrs slice_attrs(const onnx::NodeProto& on, const std::string& name,
                     const std::vector<std::string>& ins) {
@@ -665,9 +758,7 @@ class Importer {
   void split(const onnx::NodeProto& on, const std::string& name,
              const std::vector<std::string>& ins) {
     const Shape x = shape_of(ins.at(0));
-    Node probe;
-    probe.name = name;
-    const int axis = normalize_axis(probe, int_attr(on, "axis", 0), x.size());
+    const int axis = normalize_axis(probe_node(name), int_attr(on, "axis", 0), x.size());
     const int64_t dim = x[size_t(axis)];
     std::vector<int64_t> sizes = ints_attr(on, "split");
     if (ins.size() > 1 && !ins[1].empty()) sizes = ints_input(on, name, ins[1], "split");
@@ -793,8 +884,9 @@ class Importer {
         return true;
       }
       if (value.data_type() != onnx::TensorProto::INT64 &&
-          value.data_type() != onnx::TensorProto::INT32) {
-        refuse(on, name, "'value' must be float32, int64 or int32");
+          value.data_type() != onnx::TensorProto::INT32 &&
+          value.data_type() != onnx::TensorProto::BOOL) {
+        refuse(on, name, "'value' must be float32, int64, int32 or bool");
       }
       const std::vector<int64_t> v = int_values(value);
       if (v.size() != 1) refuse(on, name, "'value' must hold one element");
@@ -815,6 +907,22 @@ class Importer {
       if (v.empty()) refuse(on, name, "an empty range: empty tensors are not supported");
       return set(v, {int64_t(v.size())});
     }
+    if (op == "Where" && ins.size() == 3 && is_int(ins[0]) && is_int(ins[1]) && is_int(ins[2])) {
+      // The TorchScript exporter's expand(-1 ...) shape: Where(Equal(shape, -1), 1, shape).
+      const std::vector<int64_t>&c = int_constants_.at(ins[0]), &x = int_constants_.at(ins[1]),
+                                 &y = int_constants_.at(ins[2]);
+      const Shape &cs = int_shapes_.at(ins[0]), &xs = int_shapes_.at(ins[1]),
+                  &ys = int_shapes_.at(ins[2]);
+      const Node probe = probe_node(name);
+      const Shape to = broadcast_shapes(probe, broadcast_shapes(probe, cs, xs), ys);
+      const std::vector<int64_t> ic = broadcast_source(cs, to), ix = broadcast_source(xs, to),
+                                 iy = broadcast_source(ys, to);
+      std::vector<int64_t> v(ic.size());
+      for (size_t i = 0; i < v.size(); ++i) {
+        v[i] = c[size_t(ic[i])] ? x[size_t(ix[i])] : y[size_t(iy[i])];
+      }
+      return set(v, to);
+    }
     if (ins.empty() || !is_int(ins[0])) return false;
     const std::vector<int64_t>& a = int_constants_.at(ins[0]);
     const Shape as = int_shapes_.at(ins[0]);
@@ -829,7 +937,43 @@ class Importer {
         g_.add_tensor(std::move(p));
         return true;
       }
+      if (to == onnx::TensorProto::BOOL) {
+        std::vector<int64_t> b;
+        for (int64_t v : a) b.push_back(v != 0);
+        return set(b, as);
+      }
       return set(a, as);
+    }
+    if (op == "GatherElements") {  // position ids picked from a buffer (dynamo's BERT)
+      if (!is_int(ins.at(1))) return false;
+      const std::vector<int64_t>& idx = int_constants_.at(ins[1]);
+      const Shape is = int_shapes_.at(ins[1]);
+      const int axis = normalize_axis(probe_node(name), int_attr(on, "axis", 0), as.size());
+      if (is.size() != as.size()) refuse(on, name, "data and indices differ in rank");
+      std::vector<int64_t> v(idx.size());
+      Shape pos(is.size(), 0);  // row-major position in the indices (and the output)
+      for (size_t e = 0; e < idx.size(); ++e) {
+        int64_t src = 0;
+        for (size_t d = 0; d < is.size(); ++d) {
+          int64_t p = pos[d];
+          if (int(d) == axis) {
+            p = idx[e] < 0 ? idx[e] + as[d] : idx[e];
+            if (p < 0 || p >= as[d]) refuse(on, name, "index " + std::to_string(idx[e]) +
+                                                          " is outside axis " +
+                                                          std::to_string(axis));
+          } else if (p >= as[d]) {
+            refuse(on, name, "indices " + shape_to_string(is) + " exceed data " +
+                                 shape_to_string(as));
+          }
+          src = src * as[d] + p;
+        }
+        v[e] = a[size_t(src)];
+        for (size_t d = is.size(); d-- > 0;) {
+          if (++pos[d] < is[d]) break;
+          pos[d] = 0;
+        }
+      }
+      return set(v, is);
     }
     if (op == "Gather") {
       if (!is_int(ins.at(1))) return false;
@@ -843,6 +987,13 @@ class Importer {
     }
     if (op == "Unsqueeze" || op == "Squeeze") {
       return set(a, reshaped(on, name, ins, as));
+    }
+    if (op == "Expand") {  // position ids or a causal mask broadcast to the batch (TorchScript)
+      const Shape to =
+          broadcast_shapes(probe_node(name), as, ints_input(on, name, ins.at(1), "the shape"));
+      std::vector<int64_t> v;
+      for (int64_t s : broadcast_source(as, to)) v.push_back(a[size_t(s)]);
+      return set(v, to);
     }
     if (op == "Slice") {  // Slice(Shape(x), 0, 2); position ids: buffer[:, :S]
       Node n;
@@ -883,14 +1034,18 @@ class Importer {
     // Binary arithmetic on shapes, and comparisons (masks from shapes and positions, 0/1),
     // numpy-broadcast between a scalar and a vector.
     static const std::set<std::string> binary = {
-        "Add", "Sub", "Mul", "Div", "Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual"};
+        "Add",  "Sub",         "Mul",     "Div", "Equal", "Less", "LessOrEqual", "Greater",
+        "GreaterOrEqual", "And", "Or"};
     if (binary.count(op)) {
       if (!is_int(ins.at(1))) return false;
       const std::vector<int64_t>& b = int_constants_.at(ins[1]);
-      if (a.size() != b.size() && a.size() != 1 && b.size() != 1) return false;
-      std::vector<int64_t> v(std::max(a.size(), b.size()));
+      // GPT-2's causal mask: arange(S)[None, :] <= arange(S)[:, None], [1, S] vs [S, 1].
+      const Shape to = broadcast_shapes(probe_node(name), as, int_shapes_.at(ins[1]));
+      const std::vector<int64_t> ia = broadcast_source(as, to),
+                                 ib = broadcast_source(int_shapes_.at(ins[1]), to);
+      std::vector<int64_t> v(ia.size());
       for (size_t i = 0; i < v.size(); ++i) {
-        const int64_t x = a[a.size() == 1 ? 0 : i], y = b[b.size() == 1 ? 0 : i];
+        const int64_t x = a[size_t(ia[i])], y = b[size_t(ib[i])];
         if (op == "Div" && y == 0) refuse(on, name, "integer division by zero");
         v[i] = op == "Add"           ? x + y
                : op == "Sub"         ? x - y
@@ -900,11 +1055,44 @@ class Importer {
                : op == "Less"        ? x < y
                : op == "LessOrEqual" ? x <= y
                : op == "Greater"     ? x > y
+               : op == "And"         ? (x != 0 && y != 0)
+               : op == "Or"          ? (x != 0 || y != 0)
                                      : x >= y;
       }
-      return set(v, a.size() >= b.size() ? as : int_shapes_.at(ins[1]));
+      return set(v, to);
     }
     return false;
+  }
+
+  static Node probe_node(const std::string& name) {  // names a node in shape errors
+    Node n;
+    n.name = name;
+    return n;
+  }
+
+  // For each element of `to` (row-major), the flat index of the element of a tensor of shape
+  // `from` that numpy broadcasting reads there (a scalar's shape may be empty).
+  std::vector<int64_t> broadcast_source(const Shape& from, const Shape& to) const {
+    const int64_t count = num_elements(to);
+    if (count > (int64_t(1) << 24)) {
+      throw GraphError(source_ + ": integer shape arithmetic broadcasts to " +
+                       shape_to_string(to) + ", more than 2^24 elements");
+    }
+    std::vector<int64_t> src(static_cast<size_t>(count));
+    Shape pos(to.size(), 0);
+    const size_t lead = to.size() - std::min(to.size(), from.size());
+    for (int64_t e = 0; e < count; ++e) {
+      int64_t s = 0;
+      for (size_t d = 0; d < from.size() && d < to.size(); ++d) {
+        s = s * from[d] + (from[d] == 1 ? 0 : pos[lead + d]);
+      }
+      src[size_t(e)] = s;
+      for (size_t d = to.size(); d-- > 0;) {
+        if (++pos[d] < to[d]) break;
+        pos[d] = 0;
+      }
+    }
+    return src;
   }
 
   // A node whose inputs are all constants is evaluated now (the reference executor) and its

@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 #include <onnx/onnx_pb.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -492,8 +493,112 @@ TEST_CASE("ONNX integer inputs: token ids into an embedding table, a mask cast t
   // A cast an integer tensor cannot take.
   OnnxModel bad;
   int_input(bad, "mask", {1, 6});
-  OnnxModel::i(bad.node("Cast", "to_bool", {"mask"}, "b"), "to", onnx::TensorProto::BOOL);
+  OnnxModel::i(bad.node("Cast", "to_double", {"mask"}, "b"), "to", onnx::TensorProto::DOUBLE);
   bad.output("b");
   opfuse::testing::check_graph_error([&] { import_onnx_bytes(bad.bytes(), "cast.onnx"); },
-                                     {"node 'to_bool'", "casts to float32", "type 9"});
+                                     {"node 'to_double'", "casts to float32", "type 11"});
+}
+
+TEST_CASE("ONNX masks and shapes as PyTorch 2.15's exporters write them") {
+  // TorchScript's GPT-2 causal mask: arange(4)[None, :] <= arange(4)[:, None] broadcast to
+  // [4, 4], expanded by a shape computed with Where(Equal(shape, -1), 1, shape), then
+  // Where(mask, 0, -1e9) added to the scores. All constant: folded at import.
+  OnnxModel om(17);
+  om.input("scores", {1, 1, 4, 4});
+  om.init_ints("cols", {0, 1, 2, 3}, {1, 4});
+  om.init_ints("rows", {0, 1, 2, 3}, {4, 1});
+  om.node("LessOrEqual", "causal", {"cols", "rows"}, "le");
+  om.init_ints("target", {1, -1, 4, 4});
+  om.init_ints("minus_one", {-1});
+  om.init_ints("ones", {1, 1, 1, 1});
+  om.node("Equal", "is_free", {"target", "minus_one"}, "free");
+  om.node("Where", "shape", {"free", "ones", "target"}, "expand_to");
+  om.node("Expand", "expand_mask", {"le", "expand_to"}, "mask4");
+  om.scalar("zero", 0.0f);
+  om.scalar("neg", -1e9f);
+  om.node("Where", "additive", {"mask4", "zero", "neg"}, "bias");
+  om.node("Add", "masked", {"scores", "bias"}, "y");
+  // Dynamo's BERT: position ids picked from a buffer by GatherElements, an int64 attention
+  // mask cast to bool, broadcast by GatherND with constant indices, and'ed with a constant
+  // bool, its Where a computed condition.
+  om.int64_input("attention", {1, 4});
+  om.init_ints("buffer", {10, 11, 12, 13, 14, 15}, {1, 6});
+  om.init_ints("picks", {3, 0, 5, 1}, {1, 4});
+  OnnxModel::i(om.node("GatherElements", "positions", {"buffer", "picks"}, "pos"), "axis", 1);
+  om.init("table", {16, 2}, opfuse::testing::random_values(32, -1, 1, 9));
+  om.node("Gather", "position_embed", {"table", "pos"}, "pe_const");
+  om.input("h", {1, 4, 2});
+  om.node("Add", "embed", {"h", "pe_const"}, "pe");
+  OnnxModel::i(om.node("Cast", "mask_bool", {"attention"}, "mb"), "to", onnx::TensorProto::BOOL);
+  std::vector<int64_t> tuples;  // out[0, 0, i, j] = mb[0, j]
+  for (int i = 0; i < 4; ++i) {
+    for (int j = 0; j < 4; ++j) tuples.insert(tuples.end(), {0, j});
+  }
+  om.init_ints("tuples", tuples, {1, 1, 4, 4, 2});
+  OnnxModel::i(om.node("GatherND", "broadcast_mask", {"mb", "tuples"}, "mb4"), "batch_dims", 0);
+  om.init_ints("keep", {1, 1, 0, 1}, {1, 1, 4, 1}, onnx::TensorProto::BOOL);
+  om.node("And", "both", {"keep", "mb4"}, "allowed");
+  om.node("Where", "mask_bias", {"allowed", "zero", "neg"}, "mbias");
+  om.node("Add", "masked2", {"scores", "mbias"}, "y2");
+  // Reshape with allowzero = 1 (dynamo sets it on every Reshape) and no 0 in the shape.
+  om.init_ints("flat", {1, 16});
+  OnnxModel::i(om.node("Reshape", "flatten", {"y2", "flat"}, "y3"), "allowzero", 1);
+  om.output("y");
+  om.output("pe");
+  om.output("y3");
+  const Graph g = import_onnx_bytes(om.bytes(), "masks.onnx");
+  for (const auto& n : g.nodes()) {
+    INFO(n.name);
+    CHECK(n.name != "causal");  // folded
+    CHECK(n.name != "expand_mask");
+  }
+  TensorMap in;
+  in["scores"] = HostTensor({1, 1, 4, 4});
+  for (int k = 0; k < 16; ++k) in["scores"].data[size_t(k)] = float(k);
+  in["attention"] = HostTensor({1, 4});
+  in["attention"].data = {1, 0, 1, 1};
+  in["h"] = HostTensor({1, 4, 2});  // zeros: pe is the looked-up table rows
+  const TensorMap out = opfuse::reference::run(g, in);
+  const auto table = opfuse::testing::random_values(32, -1, 1, 9);
+  const int picked[4] = {13, 10, 15, 11};
+  for (int i = 0; i < 4; ++i) {
+    for (int j = 0; j < 4; ++j) {
+      const float s = float(i * 4 + j);
+      CHECK(out.at("y").data[size_t(i * 4 + j)] == (j <= i ? s : s - 1e9f));
+      const bool allowed = in["attention"].data[size_t(j)] != 0 && i != 2;
+      CHECK(out.at("y3").data[size_t(i * 4 + j)] == (allowed ? s : s - 1e9f));
+    }
+    for (int c = 0; c < 2; ++c) {
+      CHECK(out.at("pe").data[size_t(i * 2 + c)] == table[size_t(picked[i] * 2 + c)]);
+    }
+  }
+  // allowzero = 1 with a 0 in the shape asks for an empty axis: refused by name.
+  OnnxModel zero(20);
+  zero.input("x", {2, 3});
+  zero.init_ints("s", {0, 6});
+  OnnxModel::i(zero.node("Reshape", "empty", {"x", "s"}, "y"), "allowzero", 1);
+  zero.output("y");
+  opfuse::testing::check_graph_error([&] { import_onnx_bytes(zero.bytes(), "zero.onnx"); },
+                                     {"node 'empty'", "allowzero = 1", "[0,6]"});
+}
+
+TEST_CASE("ONNX HardSigmoid and HardSwish (MobileNetV3) against their definitions") {
+  OnnxModel om(17);
+  om.input("x", {1, 8});
+  auto* hs = om.node("HardSigmoid", "gate", {"x"}, "g");
+  OnnxModel::f(hs, "alpha", 1.0f / 6);
+  OnnxModel::f(hs, "beta", 0.5f);
+  om.node("HardSwish", "act", {"x"}, "a");
+  om.output("g");
+  om.output("a");
+  const Graph g = import_onnx_bytes(om.bytes(), "hard.onnx");
+  TensorMap in;
+  in["x"] = HostTensor({1, 8});
+  in["x"].data = {-4, -3, -1.5f, 0, 0.75f, 2, 3, 5};
+  const TensorMap out = opfuse::reference::run(g, in);
+  for (size_t i = 0; i < 8; ++i) {
+    const double x = in["x"].data[i], gate = std::clamp(x / 6 + 0.5, 0.0, 1.0);
+    CHECK(out.at("g").data[i] == doctest::Approx(gate).epsilon(1e-6));
+    CHECK(out.at("a").data[i] == doctest::Approx(x * gate).epsilon(1e-6));
+  }
 }
