@@ -623,7 +623,11 @@ class GroupScheduler {
       rule.chunk_columns = false;
       const RegisterBlock bs = block_shape(name);
       any = true;
-      weight_bound = weight_bound && weight_bound_conv(node(name));
+      // A chunk of the root's channels is a window into a concat's inputs: DenseNet's last
+      // conv of a layer feeds channels [992, 1024) of the next concat, so a chunk [0, 256)
+      // needs none of it, the clamped index asks for one channel, and a 32-channel block
+      // shifted inwards to cover it starts at -31 (its weights read before their first).
+      weight_bound = weight_bound && weight_bound_conv(node(name)) && !offsets_columns(name, root);
       chunk = std::lcm(chunk, int64_t(bs.lanes) * bs.vectors);
       if (is_nchw_conv(node(name))) {
         // Blocks of an NCHW conv lie along C: tiles hold all channels and split H (or N),
@@ -707,6 +711,25 @@ class GroupScheduler {
     });
     if (moved) return false;
     return a.size() == r.size() || (last_two && keeps_last_two(a, r));
+  }
+
+  // Does a concat or slice along dim 0 (the last axis: NHWC channels, columns) lie between an
+  // anchor and its root? Then the root's dim 0 is not the anchor's.
+  bool offsets_columns(const std::string& anchor, const std::string& root) const {
+    bool offset = false;
+    walk_downstream(anchor, [&](const std::string& m) {
+      const graph::Node& n = node(m);
+      const int rank = int(tensor_of(m).shape.size());
+      if (n.op == "concat") {
+        offset = offset || graph::normalize_axis(n, graph::attr_int(n, "axis", 0), rank) == rank - 1;
+      } else if (n.op == "slice") {
+        const auto axes = graph::attr_ints(n, "axes", {});
+        offset = offset || axes.empty();
+        for (int64_t a : axes) offset = offset || graph::normalize_axis(n, a, rank) == rank - 1;
+      }
+      return m != root && !offset;
+    });
+    return offset;
   }
 
   // Does `name` (transitively, inside the group) feed one of `targets`?

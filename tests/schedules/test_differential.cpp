@@ -232,6 +232,30 @@ TEST_CASE("weight-bound convs tiled by output channels: a 3x3 and a strided one,
   }
 }
 
+TEST_CASE("regression: a weight-bound conv into a channel concat keeps tiles of rows") {
+  // DenseNet's dense layer: its last conv (32 channels) fills the top of the next concat,
+  // read through BN and ReLU. Chunks of the concat's channels would ask the conv for one
+  // clamped channel in most tiles, and its 32-wide block, shifted inwards, for channels from
+  // -31: the weights read before their first (the whole network failed so, in the JIT).
+  graph::GraphBuilder b("dense_layer");
+  auto x = b.input("x", {1, 5, 5, 224}, graph::Layout::NHWC);
+  auto y = b.input("y", {1, 5, 5, 96}, graph::Layout::NHWC);
+  graph::Conv2dOptions same;
+  same.pads = {1, 1, 1, 1};
+  auto c = b.conv2d(y, b.param("w", {32, 96, 3, 3}), same);
+  b.output(b.relu(b.concat({x, c}, 3)));
+  const graph::Graph g = b.build();
+  std::vector<fusion::UserGroup> groups(1);
+  groups[0].nodes = {"conv2d_0", "concat_0", "relu_0"};
+  const fusion::FusionPlan plan = check_user_groups(g, groups, 6);
+  const schedules::PipelineSchedule s = schedules::schedule_plan(
+      g, plan, schedules::target_facts(Halide::get_jit_target_from_environment(), {}, 2));
+  const schedules::NodeSchedule* root = s.groups[0].find("relu_0");
+  REQUIRE(root != nullptr);
+  CHECK(root->rule.channel_chunks == 0);
+  CHECK(root->tiling.kind == schedules::Tiling::Kind::rows);
+}
+
 TEST_CASE("regression: an anchor under a transposing root computes its blocks whole") {
   // Found by `opfuse explore` on attention: {Q, K, V linears, transpose(K)} stores K^T, so
   // linear K is computed per tile of the transpose, whose tiles split K's columns. Its
