@@ -11,9 +11,10 @@
 #                     clone so that a fresh clone reuses it.
 #   Peers (optional)  OPFUSE_WITH_PEERS=1 adds ONNX Runtime and numpy to the venv, for the
 #                     ONNX comparison (bench/onnx/, tests/frontend).
-#   Torch (optional)  OPFUSE_WITH_TORCH=1 adds PyTorch, for the demo's eager and torch.compile
-#                     rows: PyPI's Linux wheel brings the CUDA stack (about 5 GB) to a CPU
-#                     machine, so it has a flag of its own.
+#   Torch (optional)  OPFUSE_WITH_TORCH=1 adds PyTorch (with torchvision, timm, transformers,
+#                     onnx, onnxscript), for the demo's eager and torch.compile rows and
+#                     PyTorch's own exports: PyPI's Linux wheel brings the CUDA stack (about
+#                     5 GB) to a CPU machine, so it has a flag of its own.
 #
 # Sourced by tools/run.sh and tools/test.sh; exports OPFUSE_VENV, OPFUSE_BUILD.
 set -euo pipefail
@@ -33,8 +34,11 @@ if [ "${OPFUSE_WITH_PEERS:-0}" = 1 ]; then
 fi
 # PyTorch for the demo's eager and torch.compile rows: about 5 GB with the CUDA wheels PyPI's
 # torch depends on, so a flag of its own.
+# With it, the model definitions (torchvision, timm, transformers) and what both ONNX
+# exporters need (onnx, onnxscript), for PyTorch's own networks (test_torch_export and
+# bench/networks/torch_networks.py).
 if [ "${OPFUSE_WITH_TORCH:-0}" = 1 ]; then
-  PIP_PACKAGES+=("torch")
+  PIP_PACKAGES+=("torch" "torchvision" "timm" "transformers" "onnx" "onnxscript")
 fi
 
 log() { printf '[setup] %s\n' "$*" >&2; }

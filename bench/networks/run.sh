@@ -2,7 +2,8 @@
 # Whole networks (the corpus of tests/frontend/networks.h: ResNet-18, MobileNetV2,
 # EfficientNet-B0, ViT-Tiny/16, a BERT-shaped encoder, a GPT-2 block; both exporters' styles,
 # or any .onnx files given): opfuse fused and unfused (alternated ROUNDS times, medians) and
-# ONNX Runtime (every graph optimisation, 2 threads), outputs cross-checked.
+# ONNX Runtime (every graph optimisation, 2 threads) and OpenVINO (CPU plugin, latency hint,
+# f32, 2 threads; installed into the venv on first use), outputs cross-checked.
 # Needs ONNX Runtime in the project venv: OPFUSE_WITH_PEERS=1 tools/setup.sh.
 # Usage: bench/networks/run.sh [BUILD_DIR] [OUT_DIR] [ROUNDS] [MODEL.onnx ...]
 set -euo pipefail
@@ -16,6 +17,10 @@ venv="${OPFUSE_VENV:-${XDG_CACHE_HOME:-${HOME:-/tmp}/.cache}/opfuse/venv-halide2
   echo "ONNX Runtime is not installed: run OPFUSE_WITH_PEERS=1 tools/setup.sh" >&2
   exit 77
 }
+"$venv/bin/python" -c "import openvino" 2>/dev/null || {
+  echo "installing OpenVINO into $venv (the benchmark's second peer)" >&2
+  "$venv/bin/pip" install -q openvino
+}
 mkdir -p "$out"
 models=("$@")
 if [ ${#models[@]} -eq 0 ]; then
@@ -23,4 +28,4 @@ if [ ${#models[@]} -eq 0 ]; then
   models=("$out"/models/*.onnx)
 fi
 "$venv/bin/python" "$here/bench/onnx/compare_ort.py" --opfuse "$build/tools/opfuse" --reps 20 \
-  --unfused "$rounds" --out "$out/networks.json" "${models[@]}"
+  --unfused "$rounds" --openvino --out "$out/networks.json" "${models[@]}"

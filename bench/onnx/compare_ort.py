@@ -46,6 +46,32 @@ def ort_time(path, feeds, reps):
     return statistics.median(times), dict(zip(names, outs))
 
 
+def openvino_time(path, feeds, reps):
+    """OpenVINO's CPU plugin as its users run a single request: the latency hint, 2 inference
+    threads. Its precision hint is f32: on CPUs with bf16 (AVX512_BF16, AMX) OpenVINO would
+    otherwise compute in bf16, a different answer from every other column. Returns the
+    median time, the outputs, and what ran (version, precision, threads)."""
+    import openvino as ov
+    core = ov.Core()
+    compiled = core.compile_model(path, "CPU", {"PERFORMANCE_HINT": "LATENCY",
+                                                "INFERENCE_NUM_THREADS": 2,
+                                                "INFERENCE_PRECISION_HINT": "f32"})
+    request = compiled.create_infer_request()
+    for _ in range(5):
+        request.infer(feeds)
+    times = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        request.infer(feeds)
+        times.append(time.perf_counter() - t0)
+    outs = {o.get_any_name(): request.get_tensor(o).data.copy() for o in compiled.outputs}
+    precision = compiled.get_property("INFERENCE_PRECISION_HINT")
+    what = (f"OpenVINO {ov.get_version().split('-')[0]} CPU, "
+            f"{getattr(precision, 'get_type_name', lambda: str(precision))()}, "
+            f"{compiled.get_property('INFERENCE_NUM_THREADS')} threads, latency hint")
+    return statistics.median(times), outs, what
+
+
 def integer_bounds(opfuse, path):
     """The values each integer input may take, from `opfuse check` (the tables it indexes)."""
     log = subprocess.run([opfuse, "check", path], capture_output=True, text=True, check=True).stdout
@@ -85,6 +111,9 @@ def main():
     ap.add_argument("--unfused", type=int, default=0, metavar="ROUNDS",
                     help="also time opfuse's unfused plan (every op its own kernel), alternating "
                          "fused and unfused ROUNDS times; medians of the rounds are reported")
+    ap.add_argument("--openvino", action="store_true",
+                    help="also time OpenVINO (CPU plugin, latency hint, f32, 2 threads), its "
+                         "outputs checked like opfuse's")
     ap.add_argument("models", nargs="+")
     a = ap.parse_args()
     eager = {}
@@ -95,7 +124,8 @@ def main():
     rng = np.random.default_rng(1)
     print(f"{'model':38} {'kernels':>9} {'opfuse ms':>10} {'ORT ms':>10} {'ORT/opfuse':>10} "
           f"{'torch ms':>9} {'torch/opfuse':>12}  max|err|"
-          + (f" {'unfused ms':>10} {'unf/fused':>9}" if a.unfused else ""))
+          + (f" {'unfused ms':>10} {'unf/fused':>9}" if a.unfused else "")
+          + (f" {'OpenVINO ms':>11} {'OV/opfuse':>9}" if a.openvino else ""))
     for path in a.models:
         probe = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
         feeds, bounds = {}, None
@@ -109,6 +139,11 @@ def main():
                     raise SystemExit(f"{path}: opfuse check gives no range for integer input {i.name}")
                 feeds[i.name] = rng.integers(0, bounds[i.name], size=i.shape).astype(dtype)
         t_ort, want = ort_time(path, feeds, a.reps)
+        t_ov = None
+        if a.openvino:
+            t_ov, ov_outs, ov_what = openvino_time(path, feeds, a.reps)
+            ov_ok = all(np.allclose(ov_outs[k].reshape(w.shape), w, rtol=1e-4, atol=2e-4)
+                        for k, w in want.items() if k in ov_outs)
         with tempfile.TemporaryDirectory() as work:
             t_opf, (kernels, ops), rewrites = opfuse_time(a.opfuse, path, feeds, a.reps, work,
                                                           a.check)
@@ -140,6 +175,11 @@ def main():
         if t_unf is not None:
             row["opfuse_unfused_s"] = t_unf
             row["unfused_over_fused"] = t_unf / t_opf
+        if t_ov is not None:
+            # An OpenVINO whose outputs differ from ONNX Runtime's is reported, never a time to
+            # beat: it computed something else.
+            row.update(openvino_s=t_ov, openvino_over_opfuse=t_ov / t_opf, openvino=ov_what,
+                       openvino_matches_ort=ov_ok)
         torch_col = f"{'-':>9} {'-':>12}"
         if name in eager:  # the module PyTorch exported, run eagerly (its own weights)
             row["pytorch_eager_s"] = eager[name]
@@ -148,7 +188,9 @@ def main():
         rows.append(row)
         print(f"{name:38} {kernels:>4}/{ops:<4} {t_opf*1e3:10.4f} {t_ort*1e3:10.4f} "
               f"{t_ort/t_opf:10.2f} {torch_col}  {err:.2e}{'' if ok else '  MISMATCH'}"
-              + (f" {t_unf*1e3:10.4f} {t_unf/t_opf:9.2f}" if t_unf is not None else ""))
+              + (f" {t_unf*1e3:10.4f} {t_unf/t_opf:9.2f}" if t_unf is not None else "")
+              + (f" {t_ov*1e3:11.4f} {t_ov/t_opf:9.2f}{'' if ov_ok else ' OV-MISMATCH'}"
+                 if t_ov is not None else ""))
     with open(a.out, "w") as f:
         json.dump({"onnxruntime": ort.__version__, "threads": 2, "results": rows}, f, indent=2)
     sys.exit(1 if bad else 0)

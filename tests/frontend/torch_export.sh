@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # The five blocks exported by PyTorch itself (torch.onnx.export, opsets 13 and 17): each
 # imports, canonicalises (the plan's log names the rewrites), compiles for host, and matches
-# ONNX Runtime within the graph tolerance. Exit 77 (skipped, and said so) without PyTorch or
+# ONNX Runtime within the graph tolerance. Then two whole torchvision networks (ResNet-18,
+# MobileNetV3-Large: HardSwish, HardSigmoid) through both exporters (TorchScript at opset 17,
+# dynamo at opset 20 with external data), run and compared with PyTorch's own outputs; the
+# other networks (bench/networks/torch_networks.py) take too long for the suite. Exit 77 (skipped, and said so) without PyTorch or
 # ONNX Runtime in the Python given (the project venv: OPFUSE_WITH_TORCH=1 OPFUSE_WITH_PEERS=1).
 # Usage: torch_export.sh PYTHON|venv OPFUSE [SCALE]   (venv: the project venv's python)
 set -uo pipefail
@@ -37,4 +40,9 @@ grep -q "canonicalize: relu6" "$work/lib/depthwise_separable_torch_opset17.plan.
 # Outputs against ONNX Runtime (exit 1 on a mismatch).
 "$python" "$here/../../bench/onnx/compare_ort.py" --opfuse "$opfuse" --reps 3 \
   --out "$work/ort.json" "$work"/models/*.onnx
+"$python" "$here/export_torch_networks.py" "$work/networks" --only resnet18,mobilenet_v3_large \
+  > "$work/networks.log" 2>&1 || { cat "$work/networks.log"; exit 1; }
+"$python" "$here/../../bench/networks/torch_networks.py" --opfuse "$opfuse" --check \
+  "$work/networks"
+n=$((n + 4))
 echo "$n passed, 0 failed"
