@@ -233,8 +233,16 @@ class Importer {
 
   void add_initializer(const onnx::TensorProto& t) {
     if (t.data_type() == onnx::TensorProto::INT64 || t.data_type() == onnx::TensorProto::INT32) {
-      int_constants_[t.name()] = int_values(t);  // shapes, axes, indices
-      int_shapes_[t.name()] = Shape(t.dims().begin(), t.dims().end());
+      // Shapes, axes, indices; the folds index them by their dims, so the two must agree.
+      std::vector<int64_t> v = int_values(t);
+      const Shape dims(t.dims().begin(), t.dims().end());
+      if (num_elements(dims) != int64_t(v.size())) {
+        throw GraphError(source_ + ": integer constant '" + t.name() + "' has dims " +
+                         shape_to_string(dims) + " but carries " + std::to_string(v.size()) +
+                         " values");
+      }
+      int_constants_[t.name()] = std::move(v);
+      int_shapes_[t.name()] = dims;
       return;
     }
     if (t.data_type() == onnx::TensorProto::BOOL) {  // a Where condition: a 0/1 mask param
@@ -1074,9 +1082,9 @@ class Importer {
   // `from` that numpy broadcasting reads there (a scalar's shape may be empty).
   std::vector<int64_t> broadcast_source(const Shape& from, const Shape& to) const {
     const int64_t count = num_elements(to);
-    if (count > (int64_t(1) << 24)) {
+    if (count < 1 || count > (int64_t(1) << 24)) {
       throw GraphError(source_ + ": integer shape arithmetic broadcasts to " +
-                       shape_to_string(to) + ", more than 2^24 elements");
+                       shape_to_string(to) + ": empty, or more than 2^24 elements");
     }
     std::vector<int64_t> src(static_cast<size_t>(count));
     Shape pos(to.size(), 0);

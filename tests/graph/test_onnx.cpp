@@ -580,6 +580,18 @@ TEST_CASE("ONNX masks and shapes as PyTorch 2.15's exporters write them") {
   zero.output("y");
   opfuse::testing::check_graph_error([&] { import_onnx_bytes(zero.bytes(), "zero.onnx"); },
                                      {"node 'empty'", "allowzero = 1", "[0,6]"});
+  // The folds index integer constants by their dims: dims that disagree with the values are
+  // refused before any fold reads past them.
+  OnnxModel short_ints(20);
+  short_ints.input("x", {2, 2});
+  short_ints.init_ints("mask", {1, 0, 1}, {2, 2});
+  short_ints.init_ints("two", {2});
+  short_ints.node("Expand", "grow", {"mask", "two"}, "m");
+  short_ints.node("Where", "pick", {"m", "x", "x"}, "y");
+  short_ints.output("y");
+  opfuse::testing::check_graph_error(
+      [&] { import_onnx_bytes(short_ints.bytes(), "short.onnx"); },
+      {"integer constant 'mask'", "[2,2]", "carries 3 values"});
 }
 
 TEST_CASE("ONNX HardSigmoid and HardSwish (MobileNetV3) against their definitions") {
