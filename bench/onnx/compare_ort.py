@@ -23,6 +23,18 @@ import numpy as np
 import onnxruntime as ort
 
 
+def median_time(call, reps, warmup=5):
+    """The median wall time of `call()` over `reps` calls, after `warmup` untimed ones."""
+    for _ in range(warmup):
+        call()
+    times = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        call()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
 def ort_time(path, feeds, reps):
     so = ort.SessionOptions()
     so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
@@ -35,15 +47,9 @@ def ort_time(path, feeds, reps):
         binding.bind_cpu_input(name, value)
     for o in sess.get_outputs():
         binding.bind_output(o.name)
-    for _ in range(5):
-        sess.run_with_iobinding(binding)
-    times = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        sess.run_with_iobinding(binding)
-        times.append(time.perf_counter() - t0)
+    t = median_time(lambda: sess.run_with_iobinding(binding), reps)
     names = [o.name for o in sess.get_outputs()]
-    return statistics.median(times), dict(zip(names, outs))
+    return t, dict(zip(names, outs))
 
 
 def openvino_time(path, feeds, reps):
@@ -57,19 +63,13 @@ def openvino_time(path, feeds, reps):
                                                 "INFERENCE_NUM_THREADS": 2,
                                                 "INFERENCE_PRECISION_HINT": "f32"})
     request = compiled.create_infer_request()
-    for _ in range(5):
-        request.infer(feeds)
-    times = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        request.infer(feeds)
-        times.append(time.perf_counter() - t0)
+    t = median_time(lambda: request.infer(feeds), reps)
     outs = {o.get_any_name(): request.get_tensor(o).data.copy() for o in compiled.outputs}
     precision = compiled.get_property("INFERENCE_PRECISION_HINT")
     what = (f"OpenVINO {ov.get_version().split('-')[0]} CPU, "
             f"{getattr(precision, 'get_type_name', lambda: str(precision))()}, "
             f"{compiled.get_property('INFERENCE_NUM_THREADS')} threads, latency hint")
-    return statistics.median(times), outs, what
+    return t, outs, what
 
 
 def integer_bounds(opfuse, path):
