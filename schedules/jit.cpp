@@ -197,7 +197,7 @@ void CompiledPlan::set_inputs(const graph::TensorMap& inputs) {
       throw graph::GraphError("set_inputs: input '" + name + "' is " + graph::shape_to_string(t.shape) +
                               ", given " + graph::shape_to_string(value.shape));
     }
-    impl_->keep.at(slot.at(name)).copy_from(ops::tensor_buffer(t, value));
+    impl_->keep.at(slot.at(name)).copy_from(Halide::Buffer<>(ops::tensor_buffer(t, value)));
   }
 }
 

@@ -7,6 +7,8 @@
 //   opfuse explore ...          measured schedule exploration (runs opfuse-explore)
 //   opfuse compile MODEL        a fused library, its header and its plan, AOT (the generator)
 //   opfuse run MODEL            the fused plan through the JIT, for a quick check (opfuse-run)
+//   opfuse check-library MODEL LIB  a compiled library against the reference, no libHalide
+//                               (opfuse-check-library: an OpenCL library runs on PoCL)
 #include <cstdlib>
 #include <unistd.h>
 
@@ -44,6 +46,9 @@ int main(int argc, char** argv) {
     return exec_sibling("opfuse-explore", argc, argv);
   }
   if (argc >= 2 && std::strcmp(argv[1], "run") == 0) return exec_sibling("opfuse-run", argc, argv);
+  if (argc >= 2 && std::strcmp(argv[1], "check-library") == 0) {
+    return exec_sibling("opfuse-check-library", argc, argv);
+  }
   CLI::App app{"opfuse: an operator-fusion compiler built on Halide"};
   app.require_subcommand(1);
 

@@ -35,6 +35,7 @@
 #include "schedules/jit.h"
 #include "schedules/shape_cache.h"
 #include "schedules/emitter.h"
+#include "tools/library_run.h"
 #include "tools/npy.h"
 
 using namespace opfuse;
@@ -66,83 +67,6 @@ graph::HostTensor read_input(const std::string& file, const graph::Tensor& t) {
   in.read(reinterpret_cast<char*>(h.data.data()), std::streamsize(bytes));
   return h;
 }
-
-runtime::DType runtime_dtype(graph::DType d) {
-  switch (d) {
-    case graph::DType::f16: return runtime::DType::f16;
-    case graph::DType::i64: return runtime::DType::i64;
-    case graph::DType::i32: return runtime::DType::i32;
-    case graph::DType::f32: break;
-  }
-  return runtime::DType::f32;
-}
-
-// A compiled library's run on the graph's tensors: its arguments matched to the graph's
-// inputs (and params, for a library that takes its weights as arguments) by their C names.
-class LibraryRun {
- public:
-  LibraryRun(const std::string& path, const graph::Graph& g, const graph::TensorMap& inputs)
-      : model_(runtime::Model::open(path)), g_(g) {
-    std::map<std::string, std::string> by_c_name;  // C name -> graph tensor
-    for (const auto& n : g.tensor_names()) by_c_name[ops::halide_safe_name(n)] = n;
-    const graph::TensorMap params = graph::param_values(g);
-    for (const auto& a : model_.inputs()) {
-      const auto it = by_c_name.find(a.name);
-      if (it == by_c_name.end()) {
-        throw std::runtime_error(path + " takes '" + a.name + "', which is no tensor of the model");
-      }
-      const graph::Tensor& t = g.tensor(it->second);
-      const graph::HostTensor& v =
-          t.kind == graph::TensorKind::input ? inputs.at(t.name) : params.at(t.name);
-      bool fits = v.shape.size() == a.shape.size();
-      for (size_t d = 0; fits && d < v.shape.size(); ++d) fits = a.shape[d] < 0 || a.shape[d] == v.shape[d];
-      if (!fits) {
-        throw std::runtime_error(path + " takes '" + a.name + "' as " +
-                                 graph::shape_to_string(a.shape) + ", the model's is " +
-                                 graph::shape_to_string(v.shape) + ": built from another model?");
-      }
-      // In the tensor's storage dtype (integers are held as exact f32 values in the graph's).
-      storage_.push_back(ops::tensor_buffer(t, v));
-      ins_.push_back({storage_.back().data(), v.shape, runtime_dtype(t.dtype)});
-    }
-    for (const auto& a : model_.outputs()) {
-      if (a.dtype != runtime::DType::f32) {
-        throw std::runtime_error("output '" + a.name + "' is not f32: not supported by --library");
-      }
-      std::vector<int64_t> shape = a.shape;  // a dynamic batch's: the size the graph is at
-      for (const auto& name : g.outputs()) {
-        if (ops::halide_safe_name(name) == a.name) shape = g.tensor(name).shape;
-      }
-      outs_.emplace_back(shape, a.dtype);
-    }
-  }
-  void run() {
-    std::vector<runtime::Tensor> outs;
-    for (auto& o : outs_) outs.push_back(o.view());
-    model_.run(ins_, outs);
-  }
-  graph::TensorMap outputs() const {
-    graph::TensorMap out;
-    for (const auto& name : g_.outputs()) {
-      const std::string c_name = ops::halide_safe_name(name);
-      for (size_t i = 0; i < outs_.size(); ++i) {
-        if (model_.outputs()[i].name != c_name) continue;
-        graph::HostTensor t(outs_[i].shape);
-        std::copy(outs_[i].as<float>(), outs_[i].as<float>() + t.data.size(), t.data.begin());
-        out[name] = std::move(t);
-      }
-      if (!out.count(name)) throw std::runtime_error("the library has no output '" + name + "'");
-    }
-    return out;
-  }
-
- private:
-  runtime::Model model_;
-  const graph::Graph& g_;
-  std::vector<Halide::Buffer<>> storage_;
-  std::vector<runtime::Tensor> ins_;
-  std::vector<runtime::OwnedTensor> outs_;
-};
 
 // --serve NAME=N1,N2,...: the calls, in order, through a ShapeCache; random inputs (seeded by
 // the call's index) at each size, checked against the reference with --check.
@@ -338,7 +262,7 @@ int main(int argc, char** argv) {
       throw std::runtime_error("--breakdown profiles the JIT's plan, not a --library");
     }
     std::optional<schedules::CompiledPlan> jit;
-    std::optional<LibraryRun> lib;
+    std::optional<tools::LibraryRun> lib;
     if (library.empty()) {
       jit.emplace(g, plan, in, graph::TensorMap{}, breakdown);
       jit->run();

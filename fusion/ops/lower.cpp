@@ -38,15 +38,6 @@ Halide::Type halide_type(graph::DType d) {
   }
 }
 
-std::string halide_safe_name(const std::string& name) {
-  std::string out = name.empty() ? "t" : name;
-  for (char& c : out) {
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') c = '_';
-  }
-  if (std::isdigit(static_cast<unsigned char>(out[0]))) out = "t" + out;
-  return out;
-}
-
 std::vector<Var> halide_args(const std::vector<Var>& row_major) {
   return {row_major.rbegin(), row_major.rend()};
 }

@@ -12,6 +12,7 @@
 
 #include "Halide.h"
 #include "fusion/graph/graph.h"
+#include "fusion/ops/host_buffer.h"
 
 namespace opfuse::ops {
 
@@ -48,7 +49,6 @@ std::vector<Halide::Var> make_vars(size_t rank, const std::string& prefix = "d")
 // The Halide type a tensor of `d` is stored in (inputs, params and outputs of a pipeline).
 Halide::Type halide_type(graph::DType d);
 
-std::string halide_safe_name(const std::string& name);
 // Halide argument list (innermost first) from row-major Vars.
 std::vector<Halide::Var> halide_args(const std::vector<Halide::Var>& row_major);
 

@@ -8,39 +8,6 @@ using namespace Halide;
 
 namespace {
 
-std::vector<int> halide_extents(const graph::Shape& s) {
-  return std::vector<int>(s.rbegin(), s.rend());
-}
-
-}  // namespace
-
-Buffer<> tensor_buffer(const graph::Tensor& info, const graph::HostTensor& t) {
-  if (t.shape != info.shape) {
-    throw graph::GraphError("input '" + info.name + "' has shape " +
-                            graph::shape_to_string(t.shape) + ", the graph expects " +
-                            graph::shape_to_string(info.shape));
-  }
-  const std::vector<int> ext = halide_extents(t.shape);
-  if (info.dtype == graph::DType::f16) {
-    Buffer<float16_t> b(ext);
-    float16_t* p = b.data();
-    for (size_t i = 0; i < t.size(); ++i) p[i] = float16_t(t.data[i]);
-    return b;
-  }
-  if (graph::is_integer(info.dtype)) {  // held as exact f32 values
-    auto fill = [&](auto b) {
-      for (size_t i = 0; i < t.size(); ++i) b.data()[i] = decltype(b.data()[0] + 0)(t.data[i]);
-      return Buffer<>(b);
-    };
-    return info.dtype == graph::DType::i64 ? fill(Buffer<int64_t>(ext)) : fill(Buffer<int32_t>(ext));
-  }
-  Buffer<float> b(ext);
-  std::copy(t.data.begin(), t.data.end(), b.data());
-  return b;
-}
-
-namespace {
-
 graph::HostTensor from_buffer(const graph::Shape& shape, const Buffer<>& b) {
   graph::HostTensor t(shape);
   if (b.type() == Float(16)) {

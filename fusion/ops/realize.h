@@ -11,6 +11,7 @@
 #include "Halide.h"
 #include "fusion/graph/graph.h"
 #include "fusion/graph/host_tensor.h"
+#include "fusion/ops/host_buffer.h"
 
 namespace opfuse::ops {
 
@@ -30,9 +31,6 @@ std::map<std::string, Halide::Func> buffer_sources(const graph::Graph& g,
 // known values, it replaces the repack of every call. Halide compiles for the buffer's strides.
 Halide::Buffer<> cout_innermost(const Halide::Buffer<>& weights);
 
-// A Halide buffer holding `value` in tensor `t`'s storage dtype (f16 as float16, integers as
-// int64/int32); GraphError when the shapes differ.
-Halide::Buffer<> tensor_buffer(const graph::Tensor& t, const graph::HostTensor& value);
 
 // Returns the graph outputs, by name. f16 inputs and outputs are stored as Halide float16.
 graph::TensorMap realize_root(const graph::Graph& g, const graph::TensorMap& inputs,

@@ -9,7 +9,8 @@
 # The work comes in four stages, each a ctest test of its own so that they run side by side:
 #   cnn           ResNet-18, MobileNetV2, EfficientNet-B0: import, fused run, reference, ORT
 #   transformers  ViT-Tiny/16, the BERT-shaped encoder, the GPT-2 block: the same
-#   aot           the ahead-of-time libraries (and the host-cuda PTX where PTXAS is given)
+#   aot           the ahead-of-time libraries, MobileNetV2's host-opencl library on PoCL (in
+#                 a process without libHalide), and the host-cuda PTX where PTXAS is given
 #   dynamic       the dynamic-batch and dynamic-sequence libraries
 # Usage: networks.sh STAGE WRITE_NETWORKS OPFUSE SOURCE_DIR [PTXAS]
 set -euo pipefail
@@ -55,6 +56,16 @@ aot() {
   # Halide's type check: int64 is code 0 | 64 bits << 8 | 1 lane << 16 = 81920.
   grep -q 'Input buffer input_ids", input_ids.type, (uint32)81920' "$work/lib/gpt2_block_dynamo.stmt"
   passed=$(( passed + 2 ))
+  # A whole network on PoCL: the dynamo MobileNetV2 built for host-opencl (GPU-style
+  # schedules), run by a process without libHalide (PoCL's LLVM must not meet libHalide's)
+  # and compared with the reference executor.
+  "$WRITE" "$work/models" 224 mobilenet_v2 > /dev/null
+  "$OPFUSE" compile "$work/models/mobilenet_v2_dynamo.onnx" --target host-opencl --shared \
+    --out "$work/ocl" > "$work/ocl.log" 2>&1 || { cat "$work/ocl.log"; exit 1; }
+  POCL_CACHE_DIR="$work/pocl-cache" "$OPFUSE" check-library "$work/models/mobilenet_v2_dynamo.onnx" \
+    "$work/ocl/mobilenet_v2_dynamo.so" > "$work/ocl_run.log" 2>&1 || { cat "$work/ocl_run.log"; exit 1; }
+  grep -q "reference: match" "$work/ocl_run.log" || { cat "$work/ocl_run.log"; exit 1; }
+  passed=$(( passed + 1 ))
   if [ -n "${1:-}" ]; then
     for m in resnet18_dynamo gpt2_block_dynamo; do
       "$OPFUSE" compile "$work/models/$m.onnx" --target host-cuda --out "$work/cuda" > "$work/cuda.log" 2>&1 ||

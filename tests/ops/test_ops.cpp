@@ -21,6 +21,8 @@
 
 #include "fusion/graph/builder.h"
 #include "fusion/graph/host_tensor.h"
+#include "Halide.h"
+#include "fusion/ops/host_buffer.h"
 #include "fusion/reference/executor.h"
 #include "tests/testing.h"
 
@@ -414,4 +416,24 @@ TEST_CASE("f16 storage: inputs and outputs held as f16, computed in f32") {
   // Both sides round each op's result to f16 (the reference after each op, Halide on the final
   // store; relu is exact, so the two agree to within one f16 rounding: 2^-11 relative).
   check_root_matches_reference(graph, {std::ldexp(1.0, -11), 1e-7});
+}
+
+TEST_CASE("f16 inputs: the Halide-free conversion rounds as Halide's float16_t does") {
+  // ops::f16_bits feeds f16 inputs without libHalide (a PoCL process); Halide's own
+  // float16_t is the oracle: normals, subnormals, ties to even, overflow, signs, NaN.
+  std::vector<float> xs = {0.0f, -0.0f, 1.0f, -1.0f, 65504.0f, 65519.0f, 65520.0f, 1e6f,
+                           -1e6f, 6.1035156e-05f, 6.0e-08f, 2.9e-08f, 3.0e-08f,
+                           std::ldexp(1.0f, -25), std::ldexp(1.5f, -25), 1.0f + std::ldexp(1.0f, -11),
+                           1.0f + std::ldexp(3.0f, -11), INFINITY, -INFINITY};
+  for (int e = -30; e <= 16; ++e) {
+    for (int m = 0; m < 64; ++m) xs.push_back(std::ldexp(1.0f + float(m) / 64 + 1e-3f * (m % 3), e));
+  }
+  for (float x : xs) {
+    CAPTURE(x);
+    CHECK(opfuse::ops::f16_bits(x) == Halide::float16_t(x).to_bits());
+    CHECK(opfuse::ops::f16_bits(-x) == Halide::float16_t(-x).to_bits());
+  }
+  const uint16_t nan = opfuse::ops::f16_bits(NAN);
+  CHECK((nan & 0x7c00) == 0x7c00);
+  CHECK((nan & 0x3ff) != 0);
 }
