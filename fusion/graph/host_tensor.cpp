@@ -103,6 +103,13 @@ TensorMap random_inputs(const Graph& g, uint64_t seed) {
   return m;
 }
 
+int64_t broadcast_offset(const Shape& s, const std::vector<int64_t>& out) {
+  int64_t off = 0;
+  const size_t lead = out.size() - s.size();
+  for (size_t i = 0; i < s.size(); ++i) off = off * s[i] + (s[i] == 1 ? 0 : out[lead + i]);
+  return off;
+}
+
 float round_to_f16(float v) {
   if (!std::isfinite(v)) return v;
   const float a = std::fabs(v);

@@ -25,6 +25,24 @@ using TensorMap = std::map<std::string, HostTensor>;
 // Row-major strides of a shape (elements).
 std::vector<int64_t> row_major_strides(const Shape& s);
 
+// Calls fn(index, flat) for every row-major index of `shape`, in order.
+template <typename Fn>
+void for_each_index(const Shape& shape, Fn fn) {
+  std::vector<int64_t> idx(shape.size(), 0);
+  const int64_t total = num_elements(shape);
+  for (int64_t flat = 0; flat < total; ++flat) {
+    fn(idx, flat);
+    for (int d = int(shape.size()) - 1; d >= 0; --d) {
+      if (++idx[size_t(d)] < shape[size_t(d)]) break;
+      idx[size_t(d)] = 0;
+    }
+  }
+}
+
+// The flat offset in an operand of shape `s` that numpy broadcasting reads at the index `out`
+// of the (same or higher rank) result.
+int64_t broadcast_offset(const Shape& s, const std::vector<int64_t>& out);
+
 // A param's values: its explicit data, else uniform in [init.lo, init.hi) from a generator
 // seeded by the tensor's name (FNV-1a), so every tool sees the same weights.
 HostTensor param_values(const Tensor& param);

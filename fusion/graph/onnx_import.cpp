@@ -959,28 +959,24 @@ class Importer {
       const int axis = normalize_axis(probe_node(name), int_attr(on, "axis", 0), as.size());
       if (is.size() != as.size()) refuse(on, name, "data and indices differ in rank");
       std::vector<int64_t> v(idx.size());
-      Shape pos(is.size(), 0);  // row-major position in the indices (and the output)
-      for (size_t e = 0; e < idx.size(); ++e) {
-        int64_t src = 0;
+      for_each_index(is, [&](const std::vector<int64_t>& pos, int64_t e) {
+        int64_t src = 0;  // pos (in the indices and the output) with the axis read from them
         for (size_t d = 0; d < is.size(); ++d) {
           int64_t p = pos[d];
           if (int(d) == axis) {
-            p = idx[e] < 0 ? idx[e] + as[d] : idx[e];
-            if (p < 0 || p >= as[d]) refuse(on, name, "index " + std::to_string(idx[e]) +
-                                                          " is outside axis " +
-                                                          std::to_string(axis));
+            p = idx[size_t(e)] < 0 ? idx[size_t(e)] + as[d] : idx[size_t(e)];
+            if (p < 0 || p >= as[d]) {
+              refuse(on, name, "index " + std::to_string(idx[size_t(e)]) + " is outside axis " +
+                                   std::to_string(axis));
+            }
           } else if (p >= as[d]) {
             refuse(on, name, "indices " + shape_to_string(is) + " exceed data " +
                                  shape_to_string(as));
           }
           src = src * as[d] + p;
         }
-        v[e] = a[size_t(src)];
-        for (size_t d = is.size(); d-- > 0;) {
-          if (++pos[d] < is[d]) break;
-          pos[d] = 0;
-        }
-      }
+        v[size_t(e)] = a[size_t(src)];
+      });
       return set(v, is);
     }
     if (op == "Gather") {
@@ -1010,25 +1006,15 @@ class Importer {
       const Shape shape = as.empty() ? Shape{int64_t(a.size())} : as;
       const std::vector<graph::SliceDim> dims = slice_dims(n, shape);
       Shape out;
-      int64_t count = 1;
-      for (const auto& d : dims) {
-        out.push_back(d.extent);
-        count *= d.extent;
-      }
+      for (const auto& d : dims) out.push_back(d.extent);
       std::vector<int64_t> v;
-      v.reserve(size_t(count));
-      std::vector<int64_t> idx(dims.size(), 0);  // row-major over the output
-      for (int64_t e = 0; e < count; ++e) {
+      for_each_index(out, [&](const std::vector<int64_t>& idx, int64_t) {
         int64_t src = 0;
         for (size_t k = 0; k < dims.size(); ++k) {
           src = src * shape[k] + dims[k].start + idx[k] * dims[k].step;
         }
         v.push_back(a[size_t(src)]);
-        for (size_t k = dims.size(); k-- > 0;) {
-          if (++idx[k] < dims[k].extent) break;
-          idx[k] = 0;
-        }
-      }
+      });
       return set(v, as.size() <= 1 ? Shape{int64_t(v.size())} : out);
     }
     if (op == "Concat") {
@@ -1040,7 +1026,7 @@ class Importer {
       return set(v, {int64_t(v.size())});
     }
     // Binary arithmetic on shapes, and comparisons (masks from shapes and positions, 0/1),
-    // numpy-broadcast between a scalar and a vector.
+    // with numpy broadcasting.
     static const std::set<std::string> binary = {
         "Add",  "Sub",         "Mul",     "Div", "Equal", "Less", "LessOrEqual", "Greater",
         "GreaterOrEqual", "And", "Or"};
@@ -1087,19 +1073,9 @@ class Importer {
                        shape_to_string(to) + ": empty, or more than 2^24 elements");
     }
     std::vector<int64_t> src(static_cast<size_t>(count));
-    Shape pos(to.size(), 0);
-    const size_t lead = to.size() - std::min(to.size(), from.size());
-    for (int64_t e = 0; e < count; ++e) {
-      int64_t s = 0;
-      for (size_t d = 0; d < from.size() && d < to.size(); ++d) {
-        s = s * from[d] + (from[d] == 1 ? 0 : pos[lead + d]);
-      }
-      src[size_t(e)] = s;
-      for (size_t d = to.size(); d-- > 0;) {
-        if (++pos[d] < to[d]) break;
-        pos[d] = 0;
-      }
-    }
+    for_each_index(to, [&](const std::vector<int64_t>& idx, int64_t e) {
+      src[size_t(e)] = broadcast_offset(from, idx);
+    });
     return src;
   }
 

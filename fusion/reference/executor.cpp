@@ -17,31 +17,12 @@ namespace {
 
 using Index = std::vector<int64_t>;
 
-// Calls fn(index) for every row-major index of `shape`, in order.
-template <typename Fn>
-void for_each_index(const Shape& shape, Fn fn) {
-  Index idx(shape.size(), 0);
-  const int64_t total = graph::num_elements(shape);
-  for (int64_t flat = 0; flat < total; ++flat) {
-    fn(idx, flat);
-    for (int d = int(shape.size()) - 1; d >= 0; --d) {
-      if (++idx[d] < shape[d]) break;
-      idx[d] = 0;
-    }
-  }
-}
+using graph::broadcast_offset;
+using graph::for_each_index;
 
 int64_t offset(const Shape& shape, const Index& idx) {
   int64_t off = 0;
   for (size_t i = 0; i < shape.size(); ++i) off = off * shape[i] + idx[i];
-  return off;
-}
-
-// Offset in an operand of shape `s` broadcast to output index `out`.
-int64_t broadcast_offset(const Shape& s, const Index& out) {
-  int64_t off = 0;
-  const size_t lead = out.size() - s.size();
-  for (size_t i = 0; i < s.size(); ++i) off = off * s[i] + (s[i] == 1 ? 0 : out[lead + i]);
   return off;
 }
 
