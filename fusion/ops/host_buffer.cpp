@@ -2,7 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cstring>
+#include <cmath>
 
 namespace opfuse::ops {
 
@@ -20,25 +20,16 @@ std::vector<int> halide_extents(const graph::Shape& s) {
 }
 
 uint16_t f16_bits(float f) {
-  uint32_t x;
-  std::memcpy(&x, &f, sizeof x);
-  const uint32_t sign = (x >> 16) & 0x8000u, biased = (x >> 23) & 0xffu;
-  uint32_t mant = x & 0x7fffffu;
-  if (biased == 0xffu) return uint16_t(sign | 0x7c00u | (mant ? 0x200u : 0u));  // inf, NaN
-  const int32_t exp = int32_t(biased) - 127 + 15;
-  if (exp >= 0x1f) return uint16_t(sign | 0x7c00u);  // too large: infinity
-  uint32_t shift = 13, bits;
-  if (exp <= 0) {  // a subnormal half (or zero)
-    if (exp < -10) return uint16_t(sign);
-    mant |= 0x800000u;
-    shift = uint32_t(14 - exp);
-    bits = mant >> shift;
-  } else {
-    bits = (uint32_t(exp) << 10) | (mant >> 13);
-  }
-  const uint32_t rem = mant & ((1u << shift) - 1), half = 1u << (shift - 1);
-  if (rem > half || (rem == half && (bits & 1u))) ++bits;  // a carry rounds into the exponent
-  return uint16_t(sign | bits);
+  const uint16_t sign = std::signbit(f) ? 0x8000u : 0u;
+  if (std::isnan(f)) return uint16_t(sign | 0x7e00u);
+  // The rounding is graph::round_to_f16's (the reference executor's); what is left is to
+  // write the f16 value it gives, which is exact.
+  const float a = std::fabs(graph::round_to_f16(f));
+  if (std::isinf(a)) return uint16_t(sign | 0x7c00u);
+  if (a < std::ldexp(1.0f, -14)) return uint16_t(sign | uint16_t(std::ldexp(a, 24)));  // subnormal
+  int e;
+  const float m = std::frexp(a, &e);  // a = m 2^e, m in [0.5, 1): f16 exponent e + 14
+  return uint16_t(sign | uint16_t((e + 14) << 10) | uint16_t(std::ldexp(2 * m - 1, 10)));
 }
 
 Halide::Runtime::Buffer<> tensor_buffer(const graph::Tensor& info, const graph::HostTensor& t) {

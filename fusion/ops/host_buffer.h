@@ -25,7 +25,8 @@ std::vector<int> halide_extents(const graph::Shape& s);
 // shapes differ.
 Halide::Runtime::Buffer<> tensor_buffer(const graph::Tensor& t, const graph::HostTensor& value);
 
-// f32 -> IEEE binary16 bits, round to nearest even (overflow to infinity, NaN kept NaN).
+// f32 -> IEEE binary16 bits, rounded as graph::round_to_f16 rounds (nearest even, overflow
+// to infinity; NaN stays NaN).
 uint16_t f16_bits(float f);
 
 }  // namespace opfuse::ops

@@ -31,7 +31,6 @@ std::map<std::string, Halide::Func> buffer_sources(const graph::Graph& g,
 // known values, it replaces the repack of every call. Halide compiles for the buffer's strides.
 Halide::Buffer<> cout_innermost(const Halide::Buffer<>& weights);
 
-
 // Returns the graph outputs, by name. f16 inputs and outputs are stored as Halide float16.
 graph::TensorMap realize_root(const graph::Graph& g, const graph::TensorMap& inputs,
                               const graph::TensorMap& params = {});
