@@ -436,14 +436,9 @@ TEST_CASE("ONNX shape arithmetic folded at import: ConstantOfShape, Range, Equal
 }
 
 TEST_CASE("ONNX integer inputs: token ids into an embedding table, a mask cast to float") {
-  auto int_input = [](OnnxModel& om, const std::string& name, std::vector<int64_t> shape) {
-    om.input(name, shape);
-    om.m.mutable_graph()->mutable_input()->rbegin()->mutable_type()->mutable_tensor_type()
-        ->set_elem_type(onnx::TensorProto::INT64);
-  };
   OnnxModel om;
-  int_input(om, "ids", {1, 6});
-  int_input(om, "mask", {1, 6});
+  om.int64_input("ids", {1, 6});
+  om.int64_input("mask", {1, 6});
   om.init("table", {11, 4}, opfuse::testing::random_values(44, -1, 1, 3));
   om.node("Gather", "embed", {"table", "ids"}, "e");
   // Constant indices of rank 2 (token type ids): an integer param, the lookup folded.
@@ -492,7 +487,7 @@ TEST_CASE("ONNX integer inputs: token ids into an embedding table, a mask cast t
   }
   // A cast an integer tensor cannot take.
   OnnxModel bad;
-  int_input(bad, "mask", {1, 6});
+  bad.int64_input("mask", {1, 6});
   OnnxModel::i(bad.node("Cast", "to_double", {"mask"}, "b"), "to", onnx::TensorProto::DOUBLE);
   bad.output("b");
   opfuse::testing::check_graph_error([&] { import_onnx_bytes(bad.bytes(), "cast.onnx"); },
