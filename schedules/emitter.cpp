@@ -197,14 +197,39 @@ class Applier {
       block_order.push_back(o2);
     }
     node_func.reorder(block_order).vectorize(i2).unroll(v1).unroll(q1);
-    acc.compute_at(node_func, b.channel_blocks_outside ? o2 : o1)
-        .bound_extent(a[vd], width)
-        .bound_extent(a[ud], rows);
     Var p1("pa1"), q2("pq2"), p3("pa3"), q3("pq3");
-    acc.split(a[vd], p1, q2, vw).vectorize(q2).unroll(p1).unroll(a[ud]);
-    std::vector<VarOrRVar> order{q3, p3, a[ud]};
-    for (int i : b.reduction_order) order.push_back(r[size_t(i)]);
-    acc.update().split(a[vd], p3, q3, vw).reorder(order).vectorize(q3).unroll(p3).unroll(a[ud]);
+    if (b.reduction_chunk > 0 && b.channel_blocks_outside && !b.whole_dims) {
+      // A channel block's accumulators over the whole tile, its pixel blocks inside each
+      // chunk of input channels (RegisterBlock::reduction_chunk). Within a pixel block the
+      // addresses are loop invariant and LLVM keeps the block in registers, as below.
+      acc.compute_at(node_func, o1).bound_extent(a[vd], width);
+      acc.split(a[vd], p1, q2, vw).vectorize(q2).unroll(p1);
+      Var po("bpo"), pi("bpi");
+      RVar co("rco"), ci("rci");
+      std::vector<VarOrRVar> order{q3, p3, pi};
+      for (int i : b.reduction_order) order.push_back(i == 0 ? ci : r[size_t(i)]);
+      order.push_back(po);
+      for (size_t d = ud + 1; d < a.size(); ++d) order.push_back(a[d]);
+      order.push_back(co);
+      // RoundUp: the last pixel block may run past the tile into the accumulator's rounded-up
+      // allocation, reading the padded input, which is defined everywhere.
+      acc.update()
+          .split(a[vd], p3, q3, vw)
+          .split(a[ud], po, pi, rows, TailStrategy::RoundUp)
+          .split(r[0], co, ci, b.reduction_chunk, TailStrategy::GuardWithIf)
+          .reorder(order)
+          .vectorize(q3)
+          .unroll(p3)
+          .unroll(pi);
+    } else {
+      acc.compute_at(node_func, b.channel_blocks_outside ? o2 : o1)
+          .bound_extent(a[vd], width)
+          .bound_extent(a[ud], rows);
+      acc.split(a[vd], p1, q2, vw).vectorize(q2).unroll(p1).unroll(a[ud]);
+      std::vector<VarOrRVar> order{q3, p3, a[ud]};
+      for (int i : b.reduction_order) order.push_back(r[size_t(i)]);
+      acc.update().split(a[vd], p3, q3, vw).reorder(order).vectorize(q3).unroll(p3).unroll(a[ud]);
+    }
     if (b.unroll_kernel_width) acc.update().unroll(r[2]);
     if (b.pack_weights && !p_.packed_weights.count(n.inputs[1])) {
       Func weights = p_.lowered->tensors.at(n.inputs[1]);
@@ -287,6 +312,7 @@ schedules::TargetFacts target_facts(const Target& t, const fusion::HardwareProfi
   f.vector_registers = isa_of(t).vector_registers;
   f.cores = std::max(1, cores);
   f.gpu_max_threads = f.gpu ? hw.max_threads_per_block : 0;
+  f.l1_bytes = schedules::facts_of(hw).l1_bytes;
   return f;
 }
 

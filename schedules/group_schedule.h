@@ -37,6 +37,9 @@ struct TargetFacts {
   int lanes = 8;              // natural f32 vector width (CPU)
   int vector_registers = 16;  // architectural vector registers (CPU)
   int cores = 2;              // CPU threads the parallel tiles are sized for
+  // One core's L1 data cache (CPU): from the profile, or the host's for the JIT; unknown, the
+  // smallest of x86 CPUs in use.
+  int l1_bytes = 32 * 1024;
   int gpu_max_threads = 0;    // threads per block the GPU allows (0: unknown)
 };
 
@@ -109,6 +112,11 @@ struct RegisterBlock {
   // the weights is read for every pixel of the tile while it is in cache, not once per pixel
   // block (see RegisterBlock's choice in group_schedule.cpp).
   bool channel_blocks_outside = false;
+  // Input channels per pass over the tile's pixel blocks (an NHWC conv whose pixel block reads
+  // more input than half of L1; 0: all in one pass). The accumulators of a channel block then
+  // live in a tile-sized buffer, loaded and stored once per chunk, and each pass reads a
+  // weight slice and an input slice that stay in L1 (see decorate() in group_schedule.cpp).
+  int reduction_chunk = 0;
   int accumulators(int natural_lanes) const {
     return vectors * rows * std::max(1, lanes / std::max(1, natural_lanes));
   }

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "Halide.h"
+#include "fusion/hardware/calibrate.h"
 #include "fusion/ops/lower.h"
 #include "fusion/ops/realize.h"
 #include "runtime/thread_pool.h"
@@ -123,10 +124,10 @@ void CompiledPlan::compile(const graph::Graph& g, const fusion::FusionPlan& plan
   impl_->profile = profile;
   if (profile) impl_->target = impl_->target.with_feature(Target::Profile);
   // No GPU limits: the JIT runs on the host's CPU.
-  impl_->schedule = schedules::schedule_plan(
-      g, plan,
-      target_facts(impl_->target, fusion::HardwareProfile{},
-                   int(std::max(1u, std::thread::hardware_concurrency()))));
+  schedules::TargetFacts facts = target_facts(
+      impl_->target, fusion::HardwareProfile{}, int(std::max(1u, std::thread::hardware_concurrency())));
+  facts.l1_bytes = int(fusion::host_cache_bytes(1, facts.l1_bytes));  // the JIT runs here
+  impl_->schedule = schedules::schedule_plan(g, plan, facts);
   // The params' values are known here: the weights the blocks read Cout-innermost are stored
   // so once.
   const std::set<std::string> packed = schedules::weights_to_pack(g, impl_->schedule);

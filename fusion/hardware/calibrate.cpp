@@ -118,6 +118,13 @@ double cache_bytes(int level, int sysconf_name, double fallback) {
 
 }  // namespace
 
+double host_cache_bytes(int level, double fallback) {
+  const int name = level == 1   ? _SC_LEVEL1_DCACHE_SIZE
+                   : level == 2 ? _SC_LEVEL2_CACHE_SIZE
+                                : _SC_LEVEL3_CACHE_SIZE;
+  return cache_bytes(level, name, fallback);
+}
+
 double measure_fma_peak_flops(int threads, double seconds, const Isa& isa) {
   if ((isa.name != "avx512" && isa.name != "avx2") || !host_runs(isa)) {
     throw std::runtime_error("measure_fma_peak_flops: no FMA kernel for " + isa.name +

@@ -28,6 +28,9 @@ struct CalibrationOptions {
 HardwareProfile calibrate(const HardwareProfile& base, const CalibrationOptions& options = {});
 
 // The pieces, for tests and benchmarks.
+// This machine's data cache of `level` (1, 2: per core; 3: shared), in bytes: from sysfs, else
+// sysconf, else `fallback`.
+double host_cache_bytes(int level, double fallback);
 double measure_fma_peak_flops(int threads, double seconds, const Isa& isa);
 double measure_fma_peak_flops(int threads, double seconds);  // the host's widest ISA
 double measure_bandwidth_Bps(size_t working_set_bytes, int threads, double seconds);

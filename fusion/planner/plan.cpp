@@ -90,6 +90,7 @@ std::string plan_to_json(const FusionPlan& p) {
       json jb = json::object();
       if (b.rows > 0) jb["rows"] = b.rows;
       if (b.vectors > 0) jb["vectors"] = b.vectors;
+      if (b.reduction_chunk > 0) jb["reduction_chunk"] = b.reduction_chunk;
       jg["schedule"]["blocks"][node] = jb;
     }
     jg["reasons"] = g.reasons;

@@ -770,16 +770,18 @@ std::vector<UserGroup> user_groups_from_plan_json(const std::string& text,
       for (const auto& item : bl.items()) {
         const std::string node = item.key();
         const auto& b = item.value();
-        auto field = [&](const char* key) {
+        auto field = [&](const char* key, int64_t most) {
           if (!b.is_object() || !b.contains(key)) return 0;
           const auto& x = b[key];
-          if (!x.is_number_integer() || x.get<int64_t>() < 1 || x.get<int64_t>() > 64) {
+          if (!x.is_number_integer() || x.get<int64_t>() < 1 || x.get<int64_t>() > most) {
             throw std::invalid_argument(where + ": schedule.blocks." + node + "." + key +
-                                        " must be an integer in [1, 64]");
+                                        " must be an integer in [1, " + std::to_string(most) +
+                                        "]");
           }
           return x.get<int>();
         };
-        u.blocks[node] = BlockRequest{field("rows"), field("vectors")};
+        u.blocks[node] = BlockRequest{field("rows", 64), field("vectors", 64),
+                                      field("reduction_chunk", 1 << 20)};
       }
     }
     out.push_back(std::move(u));

@@ -232,6 +232,77 @@ TEST_CASE("weight-bound convs tiled by output channels: a 3x3 and a strided one,
   }
 }
 
+TEST_CASE("an NHWC conv's input channels in chunks, and blocks of rows that divide W") {
+  // The stage's own choice on an AVX-512 profile (48 KB of L1 a core): ResNet's 7x7x512 3x3
+  // conv, whose pixel block reads 55 KB of input, passes over its tile in chunks of 32 input
+  // channels (9 x 32 x 32 floats of weights, 37 KB); at 28x28x128 the block reads 14 KB and
+  // is not chunked. Blocks of 7 rows where W is 7, 14 or 28, of 8 where it is 56.
+  const schedules::TargetFacts avx512 = schedules::facts_of(fusion::builtin_profile("epyc-avx512-2c"));
+  REQUIRE(avx512.l1_bytes == 48 * 1024);
+  graph::Conv2dOptions same;
+  same.pads = {1, 1, 1, 1};
+  auto conv_block = [&](int64_t hw, int64_t c) {
+    graph::GraphBuilder b("conv");
+    auto x = b.input("x", {1, hw, hw, c}, graph::Layout::NHWC);
+    b.output(b.relu(b.conv2d(x, b.param("w", {c, c, 3, 3}), same)));
+    const graph::Graph g = b.build();
+    std::vector<fusion::UserGroup> groups(1);
+    groups[0].nodes = {"conv2d_0", "relu_0"};
+    const fusion::RooflineCostModel model(fusion::builtin_profile("epyc-avx512-2c"));
+    const schedules::PipelineSchedule s =
+        schedules::schedule_plan(g, fusion::plan_from_user_groups(g, model, groups), avx512);
+    const schedules::NodeSchedule* conv = s.groups[0].find("conv2d_0");
+    REQUIRE(conv != nullptr);
+    REQUIRE(conv->block);
+    return *conv->block;
+  };
+  CHECK(conv_block(7, 512).reduction_chunk == 32);
+  CHECK(conv_block(7, 512).rows == 7);
+  CHECK(conv_block(14, 256).reduction_chunk == 32);
+  CHECK(conv_block(14, 256).rows == 7);
+  CHECK(conv_block(28, 128).reduction_chunk == 0);
+  CHECK(conv_block(28, 128).rows == 7);
+  CHECK(conv_block(56, 64).rows == 8);
+
+  // Requested chunks on this host, against the reference: one that divides Cin (96 in 3
+  // passes), one that does not (40: the last pass of 16 guarded), with a strided conv whose
+  // W of 3 is one block, and W = 6, whose block on AVX2 (4 rows) runs past the tile into the
+  // accumulators' rounded-up buffer.
+  graph::GraphBuilder b("chunks");
+  auto x = b.input("x", {1, 6, 6, 96}, graph::Layout::NHWC);
+  graph::Conv2dOptions down;
+  down.strides = {2, 2};
+  down.pads = {1, 1, 1, 1};
+  auto y = b.relu(b.conv2d(x, b.param("w0", {48, 96, 3, 3}), same));
+  auto z = b.relu(b.conv2d(x, b.param("w1", {40, 96, 3, 3}), down));
+  b.output(y);
+  b.output(z);
+  const graph::Graph g = b.build();
+  std::vector<fusion::UserGroup> groups(2);
+  groups[0].nodes = {"conv2d_0", "relu_0"};
+  groups[0].blocks["conv2d_0"].reduction_chunk = 32;
+  groups[1].nodes = {"conv2d_1", "relu_1"};
+  groups[1].blocks["conv2d_1"].reduction_chunk = 40;
+  const fusion::FusionPlan plan = check_user_groups(g, groups, 9);
+  const schedules::PipelineSchedule s = schedules::schedule_plan(
+      g, plan, schedules::target_facts(Halide::get_jit_target_from_environment(), {}, 2));
+  CHECK(s.groups[0].find("conv2d_0")->block->reduction_chunk == 32);
+  CHECK(s.groups[1].find("conv2d_1")->block->reduction_chunk == 40);
+
+  // A chunk for an anchor without input channels is refused, naming the node.
+  graph::GraphBuilder mb("mm");
+  auto a = mb.input("a", {8, 32});
+  mb.output(mb.linear(a, mb.param("wl", {32, 16})));
+  const graph::Graph mg = mb.build();
+  std::vector<fusion::UserGroup> one(1);
+  one[0].nodes = {"linear_0"};
+  one[0].blocks["linear_0"].reduction_chunk = 8;
+  const fusion::RooflineCostModel model(fusion::builtin_profile("epyc-avx512-2c"));
+  CHECK_THROWS_WITH_AS(
+      schedules::schedule_plan(mg, fusion::plan_from_user_groups(mg, model, one), avx512),
+      doctest::Contains("'linear_0' (linear): reduction_chunk"), std::invalid_argument);
+}
+
 TEST_CASE("regression: a weight-bound conv into a channel concat keeps tiles of rows") {
   // DenseNet's dense layer: its last conv (32 channels) fills the top of the next concat,
   // read through BN and ReLU. Chunks of the concat's channels would ask the conv for one
