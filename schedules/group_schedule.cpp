@@ -524,9 +524,10 @@ class GroupScheduler {
       if (!graph::has_trait(node(name).op, graph::OpTrait::anchor)) {
         throw std::invalid_argument(where(name) + ": only anchors have register blocks");
       }
-      if (req.reduction_chunk > 0 && (node(name).op != "conv2d" || is_nchw_conv(node(name)))) {
-        throw std::invalid_argument(where(name) + ": reduction_chunk splits an NHWC "
-                                    "convolution's input channels; this anchor has none");
+      if (req.reduction_chunk > 0 && node(name).op != "linear" &&
+          (node(name).op != "conv2d" || is_nchw_conv(node(name)))) {
+        throw std::invalid_argument(where(name) + ": reduction_chunk splits the reduction of "
+                                    "an NHWC convolution or a linear layer, not of this anchor");
       }
       if (t_.gpu) continue;  // no register blocks on a GPU: the request has no effect
       const RegisterBlock b = block_shape(name);
@@ -588,6 +589,12 @@ class GroupScheduler {
       const bool nchw = b.row_dim == 2;
       if (n.op != "conv2d") {
         b.reduction_order = {0};  // k
+        // Column blocks outside the row blocks where the weights outweigh the input: each
+        // block's K x columns slice of them serves every row of the tile from cache.
+        if (n.op == "linear") {
+          b.channel_blocks_outside = weight_bound_anchor(n) || requested_chunk(n) > 0;
+          if (b.channel_blocks_outside) b.reduction_chunk = reduction_chunk(n, b);
+        }
       } else if (nchw) {
         b.reduction_order = {2, 1, 0};  // kw, kh, ci
         // The kernel-width loop is innermost and 1-7 long: unrolled, the block's FMAs are not
@@ -617,27 +624,35 @@ class GroupScheduler {
                                 reduces_innermost_axis(n);
   }
 
-  // Input channels per pass of an NHWC conv's channel block over its tile (0: one pass).
-  // A pixel block reads KH rows x ((rows - 1) s + (KW - 1) d + 1) pixels x Cin of input and
-  // the block's weight slice, KH KW Cin x its columns. Where the input alone passes half of
-  // L1 (ResNet's 3x3 convs at 256 and 512 channels: 28 and 55 KB), the two evict each other
-  // and every FMA waits on L2. In chunks of c channels, the largest power of two whose slice
-  // of weights fits L1, both stay there; the accumulators go to a tile-sized buffer between
-  // chunks. 1 thread, AVX-512 (Zen 5, 48 KB L1), ms for 231 MFLOP, whole / c = 16, 32, 64:
-  // 7x7x512 2.50 / 1.56, 1.86, 1.91; 14x14x256 (7 rows) 1.56 / -, 1.24, -; 28x28x128 (input
-  // 14 KB, not chunked) 1.15 / -, 1.12, 1.11; 56x56x64 1.10 / -, 1.12, -.
+  int requested_chunk(const graph::Node& n) const {
+    auto req = g_.request.blocks.find(n.name);
+    return req != g_.request.blocks.end() ? req->second.reduction_chunk : 0;
+  }
+
+  // Input channels per pass of an NHWC conv's channel block over its tile, or K per pass of a
+  // linear layer's column block (0: one pass). A pixel block reads KH rows x ((rows - 1) s +
+  // (KW - 1) d + 1) pixels x Cin of input (a linear's: rows x K) and the block's weight slice,
+  // KH KW Cin x its columns. Where the input alone passes half of L1 (ResNet's 3x3 convs at
+  // 256 and 512 channels: 28 and 55 KB; GPT-2's c_proj, K = 3072: 48 KB), the two evict each
+  // other and every FMA waits on L2. In chunks of c channels, the largest power of two whose
+  // slice of weights fits L1, both stay there; the accumulators go to a tile-sized buffer
+  // between chunks. 1 thread, AVX-512 (Zen 5, 48 KB L1), ms for 231 MFLOP, whole / c = 16,
+  // 32, 64: 7x7x512 2.50 / 1.56, 1.86, 1.91; 14x14x256 (7 rows) 1.56 / -, 1.24, -; 28x28x128
+  // (input 14 KB, not chunked) 1.15 / -, 1.12, 1.11; 56x56x64 1.10 / -, 1.12, -. 2 threads,
+  // 128 x 3072 -> 768 (604 MFLOP): 2.85 / c = 64, 128, 256: 2.08, 2.12, 2.03; 128 x 768 ->
+  // 3072 (input 12 KB, not chunked) 2.51 / c = 128: 2.21, 256: 3.29 (noisy).
   int reduction_chunk(const graph::Node& n, const RegisterBlock& b) const {
     const graph::Tensor& x = ig_.graph().tensor(n.inputs[0]);
     const graph::Tensor& w = ig_.graph().tensor(n.inputs[1]);
-    const graph::Window2d win = graph::conv2d_window(n, x, w);
-    const int64_t cin = w.shape[1], kh = w.shape[2], kw = w.shape[3];
-    auto req = g_.request.blocks.find(n.name);
-    if (req != g_.request.blocks.end() && req->second.reduction_chunk > 0) {
-      return req->second.reduction_chunk >= cin ? 0 : req->second.reduction_chunk;
+    int64_t cin = x.shape.back(), kh = 1, kw = 1, stride = 1, dilation = 1;
+    if (n.op == "conv2d") {
+      const graph::Window2d win = graph::conv2d_window(n, x, w);
+      cin = w.shape[1], kh = w.shape[2], kw = w.shape[3];
+      stride = win.strides[1], dilation = win.dilations[1];
     }
+    if (const int want = requested_chunk(n); want > 0) return want >= cin ? 0 : want;
     const int64_t f = sizeof(float);
-    const int64_t input =
-        kh * ((b.rows - 1) * win.strides[1] + (kw - 1) * win.dilations[1] + 1) * cin * f;
+    const int64_t input = kh * ((b.rows - 1) * stride + (kw - 1) * dilation + 1) * cin * f;
     if (2 * input <= t_.l1_bytes) return 0;
     const int64_t columns = int64_t(b.lanes) * b.vectors;
     int64_t c = 1;
@@ -670,7 +685,8 @@ class GroupScheduler {
       // conv of a layer feeds channels [992, 1024) of the next concat, so a chunk [0, 256)
       // needs none of it, the clamped index asks for one channel, and a 32-channel block
       // shifted inwards to cover it starts at -31 (its weights read before their first).
-      weight_bound = weight_bound && weight_bound_conv(node(name)) && !offsets_columns(name, root);
+      weight_bound = weight_bound && weight_bound_anchor(node(name)) && !offsets_columns(name, root) &&
+                     !normalizes_columns(name, root);
       chunk = std::lcm(chunk, int64_t(bs.lanes) * bs.vectors);
       if (is_nchw_conv(node(name))) {
         // Blocks of an NCHW conv lie along C: tiles hold all channels and split H (or N),
@@ -703,11 +719,14 @@ class GroupScheduler {
   // in the network (1.8 ms alone, their weights cached). Tiles of output channels read each
   // weight once a call and the small input once a tile: for T tiles, W + T I bytes, not
   // T W + I.
-  bool weight_bound_conv(const graph::Node& n) const {
-    if (n.op != "conv2d" || is_nchw_conv(n)) return false;
+  // The same holds for a linear layer over few rows (GPT-2's c_fc at 128 tokens: 9.4 MB of
+  // weights, 0.4 MB of input), which tiles of rows read 16 times over: 5.9 ms for 604 MFLOP.
+  bool weight_bound_anchor(const graph::Node& n) const {
+    if ((n.op != "conv2d" || is_nchw_conv(n)) && n.op != "linear") return false;
     const graph::Tensor& x = ig_.graph().tensor(n.inputs[0]);
     const graph::Tensor& w = ig_.graph().tensor(n.inputs[1]);
-    return graph::num_elements(w.shape) > graph::num_elements(x.shape);
+    return w.kind == graph::TensorKind::param &&
+           graph::num_elements(w.shape) > graph::num_elements(x.shape);
   }
 
   // --- walks inside the group -------------------------------------------------------------
@@ -773,6 +792,20 @@ class GroupScheduler {
       return m != root && !offset;
     });
     return offset;
+  }
+
+  // Does a row statistic over the last axis (a layer norm, a softmax) lie between an anchor and
+  // its root? Then every tile of the root's dim 0 needs whole rows of the anchor: chunks of
+  // that dim computed GPT-2's c_proj whole in each of 4 tiles.
+  bool normalizes_columns(const std::string& anchor, const std::string& root) const {
+    bool found = false;
+    walk_downstream(anchor, [&](const std::string& m) {
+      const graph::Node& n = node(m);
+      found = found || (graph::has_trait(n.op, graph::OpTrait::row_statistic) &&
+                        reduces_innermost_axis(n));
+      return m != root && !found;
+    });
+    return found;
   }
 
   // Does `name` (transitively, inside the group) feed one of `targets`?

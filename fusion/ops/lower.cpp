@@ -120,6 +120,14 @@ class Lowerer {
     graph::fail(n, "has no Halide lowering (internal error)");
   }
 
+  // tanh(x) = sign(x) (1 - e) / (1 + e), e = exp(-2|x|): Halide's f32 exp vectorises, its
+  // tanh calls libm once per element (GPT-2's tanh GELU fused after c_fc: 5.6 ms with it,
+  // against 2.3 for the linear alone). Absolute error ~1e-7 near 0.
+  static Expr vector_tanh(const Expr& x) {
+    Expr em = Halide::exp(-2.0f * abs(x));
+    return select(x < 0.0f, -1.0f, 1.0f) * (1.0f - em) / (1.0f + em);
+  }
+
   Func unary(const Node& n) {
     const graph::UnaryParams p = graph::unary_params(n);
     Expr x = at(in(n, 0), exprs(vars_));
@@ -140,16 +148,13 @@ class Lowerer {
     else if (op == "sigmoid")
       e = 1.0f / (1.0f + Halide::exp(-x));
     else if (op == "tanh") {
-      // tanh(x) = sign(x) (1 - e) / (1 + e), e = exp(-2|x|): Halide's f32 exp vectorises,
-      // its tanh calls libm once per element. Absolute error ~1e-7 near 0.
-      Expr em = Halide::exp(-2.0f * abs(x));
-      e = select(x < 0.0f, -1.0f, 1.0f) * (1.0f - em) / (1.0f + em);
+      e = vector_tanh(x);
     } else if (op == "exp")
       e = Halide::exp(x);
     else if (op == "gelu" && p.gelu_tanh) {
       // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
       const float k = float(std::sqrt(2.0 / M_PI));
-      e = 0.5f * x * (1.0f + Halide::tanh(k * (x + 0.044715f * x * x * x)));
+      e = 0.5f * x * (1.0f + vector_tanh(k * (x + 0.044715f * x * x * x)));
     } else if (op == "gelu") {
       e = 0.5f * x * (1.0f + Halide::erf(x * float(M_SQRT1_2)));  // x * Phi(x)
     } else if (op == "sqrt") {

@@ -232,7 +232,7 @@ TEST_CASE("weight-bound convs tiled by output channels: a 3x3 and a strided one,
   }
 }
 
-TEST_CASE("an NHWC conv's input channels in chunks, and blocks of rows that divide W") {
+TEST_CASE("an NHWC conv's input channels and a linear's K in chunks; blocks of rows that divide W") {
   // The stage's own choice on an AVX-512 profile (48 KB of L1 a core): ResNet's 7x7x512 3x3
   // conv, whose pixel block reads 55 KB of input, passes over its tile in chunks of 32 input
   // channels (9 x 32 x 32 floats of weights, 37 KB); at 28x28x128 the block reads 14 KB and
@@ -289,18 +289,51 @@ TEST_CASE("an NHWC conv's input channels in chunks, and blocks of rows that divi
   CHECK(s.groups[0].find("conv2d_0")->block->reduction_chunk == 32);
   CHECK(s.groups[1].find("conv2d_1")->block->reduction_chunk == 40);
 
-  // A chunk for an anchor without input channels is refused, naming the node.
+  // A linear layer's K in chunks too (the stage's choice where its weights outweigh its
+  // input and a block's rows of input pass half of L1: GPT-2's c_proj), here 3 passes of 40
+  // over K = 100, the last one guarded.
+  graph::GraphBuilder lb("linear_chunks");
+  auto h = lb.input("h", {12, 100});
+  lb.output(lb.relu(lb.linear(h, lb.param("wl", {100, 72}), lb.param("bl", {72}))));
+  const graph::Graph lg = lb.build();
+  std::vector<fusion::UserGroup> lin(1);
+  lin[0].nodes = {"linear_0", "relu_0"};
+  lin[0].blocks["linear_0"].reduction_chunk = 40;
+  const fusion::FusionPlan lplan = check_user_groups(lg, lin, 4);
+  const schedules::PipelineSchedule ls = schedules::schedule_plan(
+      lg, lplan, schedules::target_facts(Halide::get_jit_target_from_environment(), {}, 2));
+  CHECK(ls.groups[0].find("linear_0")->block->reduction_chunk == 40);
+  CHECK(ls.groups[0].find("linear_0")->block->channel_blocks_outside);
+  auto fc_block = [&](int64_t k, int64_t n) {
+    graph::GraphBuilder gb("fc");
+    auto t = gb.input("t", {128, k});
+    gb.output(gb.linear(t, gb.param("w", {k, n})));
+    const graph::Graph fg = gb.build();
+    std::vector<fusion::UserGroup> grp(1);
+    grp[0].nodes = {"linear_0"};
+    const fusion::RooflineCostModel model(fusion::builtin_profile("epyc-avx512-2c"));
+    return *schedules::schedule_plan(fg, fusion::plan_from_user_groups(fg, model, grp), avx512)
+                .groups[0]
+                .find("linear_0")
+                ->block;
+  };
+  CHECK(fc_block(3072, 768).reduction_chunk == 128);
+  CHECK(fc_block(768, 3072).reduction_chunk == 0);
+  CHECK(fc_block(768, 3072).channel_blocks_outside);
+
+  // A chunk for an anchor whose reduction is neither is refused, naming the node.
   graph::GraphBuilder mb("mm");
   auto a = mb.input("a", {8, 32});
-  mb.output(mb.linear(a, mb.param("wl", {32, 16})));
+  auto bm = mb.input("b", {32, 16});
+  mb.output(mb.matmul(a, bm));
   const graph::Graph mg = mb.build();
   std::vector<fusion::UserGroup> one(1);
-  one[0].nodes = {"linear_0"};
-  one[0].blocks["linear_0"].reduction_chunk = 8;
+  one[0].nodes = {"matmul_0"};
+  one[0].blocks["matmul_0"].reduction_chunk = 8;
   const fusion::RooflineCostModel model(fusion::builtin_profile("epyc-avx512-2c"));
   CHECK_THROWS_WITH_AS(
       schedules::schedule_plan(mg, fusion::plan_from_user_groups(mg, model, one), avx512),
-      doctest::Contains("'linear_0' (linear): reduction_chunk"), std::invalid_argument);
+      doctest::Contains("'matmul_0' (matmul): reduction_chunk"), std::invalid_argument);
 }
 
 TEST_CASE("regression: a weight-bound conv into a channel concat keeps tiles of rows") {
