@@ -204,7 +204,7 @@ class GroupScheduler {
         (outer_ext < 2 * cores && rule.chunk_columns && ext[0] >= int64_t(2 * cores) * v)) {
       const int64_t m = weight_bound ? rule.channel_chunks : v;
       t.kind = Tiling::Kind::column_chunks;
-      t.factor = (ext[0] / (2 * cores) + m - 1) / m * m;
+      t.factor = balanced_tile_factor(ext[0], (ext[0] / (2 * cores) + m - 1) / m * m, m, 1, 0, cores);
       t.tiles = (ext[0] + t.factor - 1) / t.factor;
       return t;
     }
@@ -230,9 +230,11 @@ class GroupScheduler {
     }
     const int64_t held = inner * whole_outside(j);
     int64_t factor = std::clamp<int64_t>((rows + held - 1) / held, 1, ext[j]);
-    if (j == min_dim && rule.multiple > 1) {
-      factor = std::min(ext[j], (factor + rule.multiple - 1) / rule.multiple * rule.multiple);
-    }
+    const int64_t multiple = j == min_dim ? std::max<int64_t>(rule.multiple, 1) : 1;
+    if (multiple > 1) factor = std::min(ext[j], (factor + multiple - 1) / multiple * multiple);
+    int64_t others = 1;  // tiles of the dims outside j
+    for (int d = j + 1; d < k; ++d) others *= whole(d) ? 1 : ext[d];
+    factor = balanced_tile_factor(ext[j], factor, multiple, others, 1, cores);
     t.split_dim = j;
     t.factor = factor;
     t.tiles = (ext[j] + factor - 1) / factor;
@@ -842,6 +844,20 @@ class GroupScheduler {
 };
 
 }  // namespace
+
+int64_t balanced_tile_factor(int64_t extent, int64_t factor, int64_t multiple,
+                             int64_t other_tiles, int64_t per_tile, int cores) {
+  multiple = std::max<int64_t>(multiple, 1);
+  auto finish = [&](int64_t f) {
+    const int64_t tiles = (extent + f - 1) / f * other_tiles;
+    return (tiles + cores - 1) / cores * (f + per_tile);
+  };
+  int64_t best = factor;
+  for (int64_t f = factor - multiple; f >= multiple; f -= multiple) {
+    if (finish(f) < finish(best)) best = f;
+  }
+  return best;
+}
 
 TargetFacts facts_of(const HardwareProfile& hw) {
   TargetFacts t;

@@ -48,6 +48,15 @@ struct TargetFacts {
 // (schedules::target_facts), which agree for the profile it plans with.
 TargetFacts facts_of(const HardwareProfile& hw);
 
+// The split factor at most `factor` (in multiples of `multiple`) whose tiles end soonest on
+// `cores` threads: with `other_tiles` tiles per piece of the split dim, the slowest core runs
+// ceil(tiles / cores) tiles of F, plus `per_tile` for each (a tile of rows reads, or
+// computes, a halo row or more). Of equals, the largest (fewest tiles). MobileNetV2's 56 rows
+// in tiles of 8 made 7 tiles, 4 on one core and 3 on the other (32 rows' time for 28); 192
+// channels in chunks of 64 made 3 (128 channels' time for 96).
+int64_t balanced_tile_factor(int64_t extent, int64_t factor, int64_t multiple,
+                             int64_t other_tiles, int64_t per_tile, int cores);
+
 // Where a member's values live in its group's loop nest.
 enum class Placement {
   inlined,       // compute_inline: recomputed where it is read, never stored

@@ -336,6 +336,18 @@ TEST_CASE("an NHWC conv's input channels and a linear's K in chunks; blocks of r
       doctest::Contains("'matmul_0' (matmul): reduction_chunk"), std::invalid_argument);
 }
 
+TEST_CASE("tiles balanced over the cores") {
+  // 56 rows in tiles of 8: 7 tiles, 4 on one of 2 cores; 7 rows make 8, 4 each.
+  CHECK(schedules::balanced_tile_factor(56, 8, 1, 1, 1, 2) == 7);
+  // 192 channels in chunks of 64 (blocks of 32): 3 chunks; 6 of 32 end sooner.
+  CHECK(schedules::balanced_tile_factor(192, 64, 32, 1, 0, 2) == 32);
+  // 14 rows by 4 (4 tiles, 2 a core): 1-row tiles would end no sooner once each pays a row.
+  CHECK(schedules::balanced_tile_factor(14, 4, 1, 1, 1, 2) == 4);
+  // Already balanced: kept; 3 images of 10 rows each on 2 cores: 5 rows a tile balance them.
+  CHECK(schedules::balanced_tile_factor(56, 14, 1, 1, 1, 2) == 14);
+  CHECK(schedules::balanced_tile_factor(10, 10, 1, 3, 1, 2) == 5);
+}
+
 TEST_CASE("regression: a weight-bound conv into a channel concat keeps tiles of rows") {
   // DenseNet's dense layer: its last conv (32 channels) fills the top of the next concat,
   // read through BN and ReLU. Chunks of the concat's channels would ask the conv for one
