@@ -198,7 +198,7 @@ class Applier {
     }
     node_func.reorder(block_order).vectorize(i2).unroll(v1).unroll(q1);
     Var p1("pa1"), q2("pq2"), p3("pa3"), q3("pq3");
-    if (b.reduction_chunk > 0 && b.channel_blocks_outside && !b.whole_dims) {
+    if (b.reduction_chunk > 0) {  // only with channel blocks outside and aligned blocks
       // A channel block's accumulators over the whole tile, its pixel blocks inside each
       // chunk of input channels (RegisterBlock::reduction_chunk). Within a pixel block the
       // addresses are loop invariant and LLVM keeps the block in registers, as below.

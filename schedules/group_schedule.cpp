@@ -237,13 +237,9 @@ class GroupScheduler {
     factor = balanced_tile_factor(ext[j], factor, multiple, others, 1, cores);
     t.split_dim = j;
     t.factor = factor;
-    t.tiles = (ext[j] + factor - 1) / factor;
+    t.tiles = (ext[j] + factor - 1) / factor * others;
     for (int d = j + 1; d < k; ++d) {
-      if (whole(d)) {
-        t.whole_dims.push_back(d);
-      } else {
-        t.tiles *= ext[d];
-      }
+      if (whole(d)) t.whole_dims.push_back(d);
     }
     return t;
   }
@@ -652,6 +648,8 @@ class GroupScheduler {
       cin = w.shape[1], kh = w.shape[2], kw = w.shape[3];
       stride = win.strides[1], dilation = win.dilations[1];
     }
+    // Blocks computed whole under an unaligned root keep their own per-block accumulator.
+    if (b.whole_dims) return 0;
     if (const int want = requested_chunk(n); want > 0) return want >= cin ? 0 : want;
     const int64_t f = sizeof(float);
     const int64_t input = kh * ((b.rows - 1) * stride + (kw - 1) * dilation + 1) * cin * f;

@@ -121,10 +121,12 @@ struct RegisterBlock {
   // the weights is read for every pixel of the tile while it is in cache, not once per pixel
   // block (see RegisterBlock's choice in group_schedule.cpp).
   bool channel_blocks_outside = false;
-  // Input channels per pass over the tile's pixel blocks (an NHWC conv whose pixel block reads
-  // more input than half of L1; 0: all in one pass). The accumulators of a channel block then
+  // Input channels (a linear layer's K) per pass over the tile's pixel (row) blocks, where a
+  // block's input passes half of L1; 0: all in one pass. Only with channel_blocks_outside and
+  // blocks aligned with their root (not whole_dims). The accumulators of a channel block then
   // live in a tile-sized buffer, loaded and stored once per chunk, and each pass reads a
-  // weight slice and an input slice that stay in L1 (see decorate() in group_schedule.cpp).
+  // weight slice and an input slice that stay in L1 (see reduction_chunk() in
+  // group_schedule.cpp).
   int reduction_chunk = 0;
   int accumulators(int natural_lanes) const {
     return vectors * rows * std::max(1, lanes / std::max(1, natural_lanes));

@@ -23,7 +23,7 @@ const char* to_string(GroupKind k);
 // (0, empty) leave the choice to the stage.
 struct BlockRequest {
   int rows = 0, vectors = 0;  // an anchor's register block; 0: the stage's
-  int reduction_chunk = 0;     // an NHWC conv's input channels per pass; 0: the stage's
+  int reduction_chunk = 0;     // an NHWC conv's input channels (a linear's K) per pass
 };
 struct ScheduleRequest {
   double tile_fraction = 1;  // share of the root's outer loop one tile covers

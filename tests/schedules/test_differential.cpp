@@ -241,20 +241,23 @@ TEST_CASE("an NHWC conv's input channels and a linear's K in chunks; blocks of r
   REQUIRE(avx512.l1_bytes == 48 * 1024);
   graph::Conv2dOptions same;
   same.pads = {1, 1, 1, 1};
+  // The block the stage gives the anchor (nodes[0]) of `g`, planned as one group.
+  auto anchor_block = [&](const graph::Graph& g, const std::vector<std::string>& nodes) {
+    std::vector<fusion::UserGroup> groups(1);
+    groups[0].nodes = nodes;
+    const fusion::RooflineCostModel model(fusion::builtin_profile("epyc-avx512-2c"));
+    const schedules::PipelineSchedule s =
+        schedules::schedule_plan(g, fusion::plan_from_user_groups(g, model, groups), avx512);
+    const schedules::NodeSchedule* anchor = s.groups[0].find(nodes[0]);
+    REQUIRE(anchor != nullptr);
+    REQUIRE(anchor->block);
+    return *anchor->block;
+  };
   auto conv_block = [&](int64_t hw, int64_t c) {
     graph::GraphBuilder b("conv");
     auto x = b.input("x", {1, hw, hw, c}, graph::Layout::NHWC);
     b.output(b.relu(b.conv2d(x, b.param("w", {c, c, 3, 3}), same)));
-    const graph::Graph g = b.build();
-    std::vector<fusion::UserGroup> groups(1);
-    groups[0].nodes = {"conv2d_0", "relu_0"};
-    const fusion::RooflineCostModel model(fusion::builtin_profile("epyc-avx512-2c"));
-    const schedules::PipelineSchedule s =
-        schedules::schedule_plan(g, fusion::plan_from_user_groups(g, model, groups), avx512);
-    const schedules::NodeSchedule* conv = s.groups[0].find("conv2d_0");
-    REQUIRE(conv != nullptr);
-    REQUIRE(conv->block);
-    return *conv->block;
+    return anchor_block(b.build(), {"conv2d_0", "relu_0"});
   };
   CHECK(conv_block(7, 512).reduction_chunk == 32);
   CHECK(conv_block(7, 512).rows == 7);
@@ -308,14 +311,7 @@ TEST_CASE("an NHWC conv's input channels and a linear's K in chunks; blocks of r
     graph::GraphBuilder gb("fc");
     auto t = gb.input("t", {128, k});
     gb.output(gb.linear(t, gb.param("w", {k, n})));
-    const graph::Graph fg = gb.build();
-    std::vector<fusion::UserGroup> grp(1);
-    grp[0].nodes = {"linear_0"};
-    const fusion::RooflineCostModel model(fusion::builtin_profile("epyc-avx512-2c"));
-    return *schedules::schedule_plan(fg, fusion::plan_from_user_groups(fg, model, grp), avx512)
-                .groups[0]
-                .find("linear_0")
-                ->block;
+    return anchor_block(gb.build(), {"linear_0"});
   };
   CHECK(fc_block(3072, 768).reduction_chunk == 128);
   CHECK(fc_block(768, 3072).reduction_chunk == 0);
