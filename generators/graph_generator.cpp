@@ -72,6 +72,8 @@ class GraphGenerator : public Generator<GraphGenerator> {
 
   void configure() {
     const std::string path = graph_file;
+    const Target target = get_target();
+    lanes_ = target.natural_vector_size(Float(32));
     _halide_user_assert(!path.empty())
         << "opfuse graph generator: set the 'graph' GeneratorParam to a graph file";
     try {
@@ -93,6 +95,12 @@ class GraphGenerator : public Generator<GraphGenerator> {
     }
     _halide_user_assert(!(embed_weights && !std::string(weights_out).empty()))
         << "opfuse graph generator: embed_weights and weights_out exclude each other";
+    // A weights file stores every NHWC convolution's weights packed (the same for each
+    // function reading the file); the generated function's buffers for them have that layout.
+    if ((!std::string(weights_out).empty() || weights_from_file) && !target.has_gpu_feature() &&
+        !using_autoscheduler()) {
+      file_packed_ = schedules::nhwc_conv_weights(graph_);
+    }
     std::set<std::string> names;
     auto declare = [&](const std::string& tensor) {
       const std::string name = ops::halide_safe_name(tensor);
@@ -106,7 +114,8 @@ class GraphGenerator : public Generator<GraphGenerator> {
       if (t.kind == graph::TensorKind::param && (embed_weights || own_params_.count(name))) continue;
       const Type type = ops::halide_type(t.dtype);
       const std::string c_name = declare(name);
-      inputs_.push_back({name, add_input<Buffer<>>(c_name, type, int(t.shape.size()))});
+      inputs_.push_back(
+          {name, add_input<Buffer<>>(c_name, type, int(stored_extents(name).size()))});
       args_.push_back({name, c_name,
                        t.kind == graph::TensorKind::param ? generators::PipelineArg::weight
                                                           : generators::PipelineArg::input,
@@ -184,30 +193,40 @@ class GraphGenerator : public Generator<GraphGenerator> {
     const bool gpu = get_target().has_gpu_feature();
     schedules::PipelineSchedule records;
     if (!autoscheduled) records = plan_and_schedule(gpu);
-    // Embedded weights that blocks read Cout-innermost are stored so in the object: no
-    // repack on every call.
-    // A weights file stores every NHWC convolution's weights so (the same for each function
-    // reading the file); the generated function's buffers for them have those strides.
+    // Embedded weights that blocks read pre-packed are stored so in the object (no repack on
+    // every call), as are a weights file's (file_packed_).
     const std::string weights_prefix = weights_out;
-    const std::set<std::string> packed =
-        autoscheduled ? std::set<std::string>{}
-        : embed_weights ? schedules::weights_to_pack(graph_, records)
-        : (!weights_prefix.empty() || weights_from_file) && !gpu ? schedules::nhwc_conv_weights(graph_)
-                                          : std::set<std::string>{};
+    const std::set<std::string> packed = autoscheduled ? std::set<std::string>{}
+                                         : embed_weights
+                                             ? schedules::weights_to_pack(graph_, records)
+                                             : file_packed_;
 
     // --- Algorithm -------------------------------------------------------------------
     std::map<std::string, Func> sources;
-    for (auto& [name, in] : inputs_) sources[name] = Func(*in);
+    for (auto& [name, in] : inputs_) {
+      sources[name] = Func(*in);
+      if (const int block = stored_block(name); block > 0) {  // rank 5: seen as the rank-4 weights
+        Func w(ops::halide_safe_name(name) + "_unpacked");
+        const std::vector<Var> v = ops::halide_args(ops::make_vars(4));
+        w(v) = Func(*in)(ops::packed_weight_index(v, block));
+        sources[name] = w;
+      }
+    }
     if (embed_weights || !own_params_.empty()) {
       for (const auto& name : graph_.params()) {
         if (!embed_weights && !own_params_.count(name)) continue;
         const graph::Tensor& t = graph_.tensor(name);
         Buffer<> b = ops::tensor_buffer(t, graph::param_values(t));
-        if (packed.count(name)) b = ops::cout_innermost(b);
-        constants_.push_back(b);
         Func c(ops::halide_safe_name(name) + "_const");
         const std::vector<Var> v = ops::halide_args(ops::make_vars(t.shape.size()));
-        c(v) = b(std::vector<Expr>(v.begin(), v.end()));
+        if (packed.count(name) && t.shape.size() == 4) {
+          const int block = ops::conv_weight_block(t.shape, lanes_);
+          b = ops::pack_conv_weights(b, block);
+          c(v) = b(ops::packed_weight_index(v, block));
+        } else {
+          c(v) = b(std::vector<Expr>(v.begin(), v.end()));
+        }
+        constants_.push_back(b);
         sources[name] = c;
       }
     }
@@ -223,7 +242,7 @@ class GraphGenerator : public Generator<GraphGenerator> {
     if (!weights_prefix.empty()) {
       try {
         generators::write_weights_entry(weights_prefix, graph_, args_, gpu,
-                                        dispatch_ ? &*dispatch_ : nullptr, packed);
+                                        dispatch_ ? &*dispatch_ : nullptr, packed, lanes_);
       } catch (const std::exception& e) {
         _halide_user_error << "opfuse graph generator: " << e.what() << "\n";
       }
@@ -231,12 +250,13 @@ class GraphGenerator : public Generator<GraphGenerator> {
 
     // --- Estimates -------------------------------------------------------------------
     for (auto& [name, in] : inputs_) {
-      const graph::Shape& s = graph_.tensor(name).shape;
+      const std::vector<int> extents = stored_extents(name);
       Region r;
-      for (auto it = s.rbegin(); it != s.rend(); ++it) r.emplace_back(0, int(*it));
+      for (int e : extents) r.emplace_back(0, e);
       in->set_estimates(r);
-      for (size_t d = 0; d < s.size(); ++d) in->dim(int(d)).set_bounds(0, int(s[s.size() - 1 - d]));
-      if (packed.count(name) && s.size() == 4 && !embed_weights) {
+      for (size_t d = 0; d < extents.size(); ++d) in->dim(int(d)).set_bounds(0, extents[d]);
+      const graph::Shape& s = graph_.tensor(name).shape;
+      if (file_packed_.count(name) && s.size() == 4 && stored_block(name) == 0) {
         // Cout-innermost, as the weights file stores it: dims kw, kh, ci, co.
         in->dim(3).set_stride(1);
         in->dim(0).set_stride(int(s[0]));
@@ -296,8 +316,23 @@ class GraphGenerator : public Generator<GraphGenerator> {
   }
 
  private:
+  // A weight argument read from a weights file in blocks of output channels
+  // (ops::pack_conv_weights): the block, else 0.
+  int stored_block(const std::string& tensor) const {
+    if (!file_packed_.count(tensor)) return 0;
+    return ops::conv_weight_block(graph_.tensor(tensor).shape, lanes_);
+  }
+  // The extents (Halide's order) of an argument's buffer.
+  std::vector<int> stored_extents(const std::string& tensor) const {
+    const graph::Shape& s = graph_.tensor(tensor).shape;
+    const int block = stored_block(tensor);
+    return block > 0 ? ops::packed_weight_extents(s, block) : ops::halide_extents(s);
+  }
+
   graph::Graph graph_;
-  graph::DimBindings bindings_;  // the sizes the graph is built at
+  int lanes_ = 1;                      // the target's f32 vector lanes
+  std::set<std::string> file_packed_;  // weights a weights file stores packed
+  graph::DimBindings bindings_;        // the sizes the graph is built at
   std::optional<generators::Dispatch> dispatch_;
   graph::Graph other_;                // the model at another of the dispatch's sizes
   int64_t other_size_ = -1;

@@ -94,11 +94,25 @@ std::string dispatch_to_string(const Dispatch& d) {
 
 void write_weights_entry(const std::string& prefix, const graph::Graph& g,
                          const std::vector<PipelineArg>& args, bool gpu, const Dispatch* dispatch,
-                         const std::set<std::string>& cout_innermost) {
+                         const std::set<std::string>& packed, int lanes) {
   const std::string name = fs::path(prefix).filename().string();
   const std::string weights_path = prefix + ".weights";
-  auto stored_packed = [&](const std::string& tensor) {  // a conv weight, Cout-innermost
-    return cout_innermost.count(tensor) && g.tensor(tensor).shape.size() == 4;
+  auto stored_packed = [&](const std::string& tensor) {  // a conv weight, packed
+    return packed.count(tensor) && g.tensor(tensor).shape.size() == 4;
+  };
+  // The block of a packed weight's output channels (0: Cout innermost)
+  auto block_of = [&](const std::string& tensor) {
+    return ops::conv_weight_block(g.tensor(tensor).shape, lanes);
+  };
+  auto layout_of = [&](const std::string& tensor) {
+    return !stored_packed(tensor) ? weights::kRowMajor
+           : block_of(tensor) > 0 ? weights::kCoutBlocked
+                                  : weights::kCoutInnermost;
+  };
+  auto layout_name = [](uint8_t layout) {
+    return layout == weights::kCoutBlocked     ? "w::kCoutBlocked"
+           : layout == weights::kCoutInnermost ? "w::kCoutInnermost"
+                                               : "w::kRowMajor";
   };
 
   // --- The weights file ---------------------------------------------------------------
@@ -119,11 +133,13 @@ void write_weights_entry(const std::string& prefix, const graph::Graph& g,
                                std::to_string(weights::kMaxName) + " or more than " +
                                std::to_string(weights::kMaxRank) + " dimensions");
     }
-    const bool packed = stored_packed(a.tensor);
     values.push_back(ops::tensor_buffer(t, graph::param_values(t)));
-    if (packed) values.back() = ops::cout_innermost(values.back());
     weights::Entry e{};
-    e.layout = packed ? weights::kCoutInnermost : weights::kRowMajor;
+    e.layout = layout_of(a.tensor);
+    if (e.layout != weights::kRowMajor) {
+      e.block = uint8_t(block_of(a.tensor));
+      values.back() = ops::pack_conv_weights(values.back(), e.block);
+    }
     std::snprintf(e.name, sizeof e.name, "%s", a.c_name.c_str());
     e.dtype = uint8_t(a.type.code());
     e.bits = uint8_t(a.type.bits());
@@ -173,8 +189,9 @@ void write_weights_entry(const std::string& prefix, const graph::Graph& g,
       table << "    {" << c_string(a.c_name) << ", " << int(a.type.code()) << ", "
             << a.type.bits() << ", " << t.shape.size() << ", {";
       for (size_t d = 0; d < t.shape.size(); ++d) table << (d ? ", " : "") << t.shape[d];
-      table << "}, " << (stored_packed(a.tensor) ? "w::kCoutInnermost" : "w::kRowMajor")
-            << "},\n";
+      const uint8_t layout = layout_of(a.tensor);
+      table << "}, " << layout_name(layout) << ", "
+            << (layout == weights::kCoutBlocked ? block_of(a.tensor) : 0) << "},\n";
       plan << weight++ << ", ";
     } else {
       plan << -1 - user << ", ";
@@ -458,6 +475,14 @@ int load(const std::string& path) {
     for (int d = 0; d < e.rank; ++d) {  // Halide's dimension 0 is the last axis
       l->dims[i][d] = halide_dimension_t{0, int32_t(e.dims[e.rank - 1 - d]), stride, 0};
       stride *= int32_t(e.dims[e.rank - 1 - d]);
+    }
+    if (e.layout == w::kCoutBlocked) {  // Halide dims (lane, kw, kh, ci, block), dense
+      const int32_t extents[5] = {int32_t(e.block), int32_t(e.dims[3]), int32_t(e.dims[2]),
+                                  int32_t(e.dims[1]), int32_t(e.dims[0] / e.block)};
+      b.dimensions = 5;
+      for (int d = 0, s = 1; d < 5; s *= extents[d], ++d) {
+        l->dims[i][d] = halide_dimension_t{0, extents[d], s, 0};
+      }
     }
     if (e.layout == w::kCoutInnermost) {  // Halide dims kw, kh, ci, co: co, kw, kh, ci in memory
       const int32_t co = int32_t(e.dims[0]), kw = int32_t(e.dims[3]), kh = int32_t(e.dims[2]);

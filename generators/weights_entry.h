@@ -45,11 +45,12 @@ std::string dispatch_to_string(const Dispatch& d);
 // entry point is named after PREFIX's file name, NAME; it calls NAME_impl, the generated
 // function (with `dispatch`, NAME_b<size>_impl per size). `gpu`: calls are serialised, as the
 // weights' buffers then hold device state.
-// Weights in `cout_innermost` are stored so (weights::kCoutInnermost; the generated function's
-// buffer for each has those strides).
+// Weights in `packed` are stored as ops::pack_conv_weights lays them out for `lanes` f32
+// lanes (weights::kCoutBlocked or kCoutInnermost; the generated function's buffer for each
+// has that layout).
 void write_weights_entry(const std::string& prefix, const graph::Graph& g,
                          const std::vector<PipelineArg>& args, bool gpu,
                          const Dispatch* dispatch = nullptr,
-                         const std::set<std::string>& cout_innermost = {});
+                         const std::set<std::string>& packed = {}, int lanes = 1);
 
 }  // namespace opfuse::generators

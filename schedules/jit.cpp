@@ -131,8 +131,8 @@ void CompiledPlan::compile(const graph::Graph& g, const fusion::FusionPlan& plan
   // The params' values are known here: the weights the blocks read Cout-innermost are stored
   // so once.
   const std::set<std::string> packed = schedules::weights_to_pack(g, impl_->schedule);
-  const std::map<std::string, Func> sources =
-      ops::buffer_sources(g, inputs, params, impl_->keep, packed);
+  const std::map<std::string, Func> sources = ops::buffer_sources(
+      g, inputs, params, impl_->keep, packed, impl_->target.natural_vector_size(Halide::Float(32)));
   ops::LoweredGraph lowered = ops::lower(g, sources);
   Pipeline pipe{&g, &lowered, {}, packed};
   for (size_t i = 0; i < g.outputs().size(); ++i) {

@@ -22,20 +22,50 @@ graph::HostTensor from_buffer(const graph::Shape& shape, const Buffer<>& b) {
 
 }  // namespace
 
-Buffer<> cout_innermost(const Buffer<>& weights) {
+int conv_weight_block(const graph::Shape& weights, int lanes) {
+  return weights.size() == 4 && lanes > 1 && weights[0] % lanes == 0 ? lanes : 0;
+}
+
+std::vector<int> packed_weight_extents(const graph::Shape& w, int block) {
+  if (block == 0) return halide_extents(w);
+  return {block, int(w[3]), int(w[2]), int(w[1]), int(w[0] / block)};
+}
+
+Buffer<> pack_conv_weights(const Buffer<>& weights, int block) {
   if (weights.dimensions() != 4) return weights;
-  std::vector<int> sizes;
-  for (int d = 0; d < 4; ++d) sizes.push_back(weights.dim(d).extent());
-  // Halide's dims are kw, kh, ci, co: co first in storage, then kw, kh, ci.
-  Buffer<> packed(weights.type(), sizes, std::vector<int>{3, 0, 1, 2});
-  packed.copy_from(weights);
+  const int kw = weights.dim(0).extent(), kh = weights.dim(1).extent(),
+            ci = weights.dim(2).extent(), co = weights.dim(3).extent();
+  if (block == 0) {
+    // Halide's dims are kw, kh, ci, co: co first in storage, then kw, kh, ci.
+    Buffer<> packed(weights.type(), {kw, kh, ci, co}, std::vector<int>{3, 0, 1, 2});
+    packed.copy_from(weights);
+    return packed;
+  }
+  // The weights seen through the packed buffer's dims (lane, kw, kh, ci, block): a view
+  // with the same elements, copied into a dense buffer of those dims.
+  const int s[4] = {weights.dim(0).stride(), weights.dim(1).stride(), weights.dim(2).stride(),
+                    weights.dim(3).stride()};
+  halide_dimension_t view[5] = {{0, block, s[3], 0},
+                                {0, kw, s[0], 0},
+                                {0, kh, s[1], 0},
+                                {0, ci, s[2], 0},
+                                {0, co / block, s[3] * block, 0}};
+  Buffer<> seen(weights.type(), const_cast<void*>(static_cast<const void*>(weights.data())), 5,
+                view);
+  Buffer<> packed(weights.type(), {block, kw, kh, ci, co / block});
+  packed.copy_from(seen);
   return packed;
+}
+
+std::vector<Expr> packed_weight_index(const std::vector<Var>& a, int block) {
+  if (block == 0) return {a[0], a[1], a[2], a[3]};
+  return {a[3] % block, a[0], a[1], a[2], a[3] / block};
 }
 
 std::map<std::string, Func> buffer_sources(const graph::Graph& g, const graph::TensorMap& inputs,
                                            const graph::TensorMap& params,
                                            std::vector<Buffer<>>& buffers,
-                                           const std::set<std::string>& pack) {
+                                           const std::set<std::string>& pack, int lanes) {
   std::map<std::string, Func> sources;
   for (const auto& name : g.tensor_names()) {
     const graph::Tensor& t = g.tensor(name);
@@ -50,11 +80,16 @@ std::map<std::string, Func> buffer_sources(const graph::Graph& g, const graph::T
       value = it != params.end() ? it->second : graph::param_values(t);
     }
     Buffer<> b = tensor_buffer(t, value);
-    if (pack.count(name)) b = cout_innermost(b);
-    buffers.push_back(b);
     Func f(halide_safe_name(name) + "_src");
     const std::vector<Var> args = halide_args(make_vars(t.shape.size()));
-    f(args) = b(std::vector<Expr>(args.begin(), args.end()));
+    if (pack.count(name) && t.shape.size() == 4) {
+      const int block = conv_weight_block(t.shape, lanes);
+      b = pack_conv_weights(b, block);
+      f(args) = b(packed_weight_index(args, block));
+    } else {
+      f(args) = b(std::vector<Expr>(args.begin(), args.end()));
+    }
+    buffers.push_back(b);
     sources[name] = f;
   }
   return sources;

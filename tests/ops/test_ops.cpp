@@ -23,6 +23,8 @@
 #include "fusion/graph/host_tensor.h"
 #include "Halide.h"
 #include "fusion/ops/host_buffer.h"
+#include "fusion/ops/lower.h"
+#include "fusion/ops/realize.h"
 #include "fusion/reference/executor.h"
 #include "tests/testing.h"
 
@@ -436,4 +438,42 @@ TEST_CASE("f16 inputs: the Halide-free conversion rounds as Halide's float16_t d
   const uint16_t nan = opfuse::ops::f16_bits(NAN);
   CHECK((nan & 0x7c00) == 0x7c00);
   CHECK((nan & 0x3ff) != 0);
+}
+
+TEST_CASE("conv weights packed for NHWC register blocks read back as the weights") {
+  // [Cout, Cin, KH, KW] = [48, 5, 3, 2]: blocks of 8 and 16 lanes (Cout a multiple), Cout
+  // innermost for 32 lanes (not one), and rank 4 or 5 as packed_weight_extents says.
+  const Shape shape = {48, 5, 3, 2};
+  Halide::Buffer<float> w(opfuse::ops::halide_extents(shape));
+  w.for_each_element([&](int kw, int kh, int ci, int co) {
+    w(kw, kh, ci, co) = float(((co * 5 + ci) * 3 + kh) * 2 + kw);
+  });
+  for (int lanes : {8, 16, 32}) {
+    CAPTURE(lanes);
+    const int block = opfuse::ops::conv_weight_block(shape, lanes);
+    CHECK(block == (lanes == 32 ? 0 : lanes));
+    Halide::Buffer<> packed = opfuse::ops::pack_conv_weights(w, block);
+    const std::vector<int> extents = opfuse::ops::packed_weight_extents(shape, block);
+    REQUIRE(packed.dimensions() == int(extents.size()));
+    for (int d = 0; d < packed.dimensions(); ++d) CHECK(packed.dim(d).extent() == extents[d]);
+    if (block > 0) {
+      // A block's weights lie together, its lanes, then kw, kh, ci.
+      Halide::Buffer<float> p(packed);
+      CHECK(p(1, 0, 0, 0, 0) == w(0, 0, 0, 1));
+      CHECK(p(0, 1, 0, 0, 0) == w(1, 0, 0, 0));
+      CHECK(p(0, 0, 0, 1, 0) == w(0, 0, 1, 0));
+      CHECK(p(0, 0, 0, 0, 1) == w(0, 0, 0, block));
+      CHECK(&p(0, 0, 1, 0, 0) - &p(0, 0, 0, 0, 0) == block * 2);
+      CHECK(&p(0, 0, 0, 0, 1) - &p(0, 0, 0, 0, 0) == block * 2 * 3 * 5);
+    }
+    Halide::Func f;
+    const std::vector<Halide::Var> v = opfuse::ops::halide_args(opfuse::ops::make_vars(4));
+    f(v) = packed(opfuse::ops::packed_weight_index(v, block));
+    Halide::Buffer<float> back = f.realize(opfuse::ops::halide_extents(shape));
+    int wrong = 0;
+    back.for_each_element([&](int kw, int kh, int ci, int co) {
+      wrong += back(kw, kh, ci, co) != w(kw, kh, ci, co);
+    });
+    CHECK(wrong == 0);
+  }
 }
