@@ -481,24 +481,38 @@ class GroupScheduler {
       b.rows = pick ? pick->first : 1;
       b.vectors = pick ? pick->second : 1;
     } else {
-      // The rows fill the accumulator budget (half the register file): on AVX-512 an NHWC
-      // conv is 2 x 8 (16 zmm: at 8 the FMA latency of 2 pipes is covered with no slack;
+      // A conv's rows fill the accumulator budget (half the register file): on AVX-512 an
+      // NHWC conv is 2 x 8 (16 zmm: at 8 the FMA latency of 2 pipes is covered with no slack;
       // measured x1.10 on cbr_pool, mixed and perception, while 6 rows, which do not divide
-      // W = 56, lost 20%; 7 and 14 rows, 14 and 28 accumulators, measured the same as 8), a
-      // matmul 2 x 4 of its 2-register lanes (default_lanes: 2 x natural); on AVX2 half the
-      // rows.
+      // W = 56, lost 20%; 7 and 14 rows, 14 and 28 accumulators, measured the same as 8); on
+      // AVX2 half the rows. A matmul's take more (below).
       b.vectors = two_vectors ? kBlockVectors : 1;
       const int regs_per_vector = std::max(1, b.lanes / t_.lanes);
       const int budget = std::max(1, accumulator_registers() / regs_per_vector);  // in vectors
-      const int rows_wanted = std::max(1, budget / b.vectors);
-      const int fallback = std::min(rows_wanted, kMinBlockRows);
+      int rows_wanted = std::max(1, budget / b.vectors);
+      if (n.op != "conv2d") {
+        // A matmul's or linear layer's block holds its row of B (the block's vectors), one
+        // broadcast of A and the accumulators: as many rows as the rest of the register file
+        // takes, the accumulators at most 3/4 of it. AVX-512 (32 zmm, 2 x 32 lanes): 6 rows
+        // of 4 zmm, 24 accumulators, not 4 (16): 1 process alternating the two, 2 Zen 5 cores,
+        // GPT-2 block x0.87-0.90, BERT encoder x0.87-0.89, ViT-Tiny x0.96 (7 rows, 28, spill:
+        // x1.11; 5: x0.90). AVX2 (16 ymm, 2 x 16 lanes): 2 rows of 4 ymm, as before. Rows need
+        // not divide M here: 6 rows at M = 128 beat 4 by 13%.
+        const int vector_regs = b.vectors * regs_per_vector;
+        rows_wanted = std::max(1, std::min((t_.vector_registers - vector_regs - 1) / vector_regs,
+                                           3 * t_.vector_registers / 4 / vector_regs));
+      }
+      const int fallback = n.op != "conv2d" ? rows_wanted : std::min(rows_wanted, kMinBlockRows);
       // Rows that divide the row dim where some in [fallback, wanted] do, so that no block
       // overlaps another (a row narrower than the wanted block, 7 of ResNet's last stage, is
       // one block). ShiftInwards moves an overlapping last block back, and the loop then
       // partitions badly: 3x3 convs at W = 28, 1 thread, AVX-512 (Zen 5), 8 rows against 7:
       // 1.16 -> 0.52 ms with stride 2 (64 -> 128 channels), 1.48 -> 1.13 ms at 128 channels;
       // W = 14, 256 channels: 1.85 -> 1.56 ms.
-      b.rows = ue >= rows_wanted ? rows_wanted : 1;
+      // (A matmul with fewer rows than its block, M = 1-5: one block of them all.)
+      b.rows = ue >= rows_wanted  ? rows_wanted
+               : n.op != "conv2d" ? int(std::max<int64_t>(ue, 1))
+                                  : 1;
       for (int r = std::min<int64_t>(rows_wanted, ue); r >= fallback; --r) {
         if (ue % r == 0) {
           b.rows = r;
