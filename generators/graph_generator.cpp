@@ -217,17 +217,9 @@ class GraphGenerator : public Generator<GraphGenerator> {
         if (!embed_weights && !own_params_.count(name)) continue;
         const graph::Tensor& t = graph_.tensor(name);
         Buffer<> b = ops::tensor_buffer(t, graph::param_values(t));
-        Func c(ops::halide_safe_name(name) + "_const");
-        const std::vector<Var> v = ops::halide_args(ops::make_vars(t.shape.size()));
-        if (packed.count(name) && t.shape.size() == 4) {
-          const int block = ops::conv_weight_block(t.shape, lanes_);
-          b = ops::pack_conv_weights(b, block);
-          c(v) = b(ops::packed_weight_index(v, block));
-        } else {
-          c(v) = b(std::vector<Expr>(v.begin(), v.end()));
-        }
+        sources[name] = ops::buffer_source(ops::halide_safe_name(name) + "_const", b, t.shape,
+                                           packed.count(name) > 0, lanes_);
         constants_.push_back(b);
-        sources[name] = c;
       }
     }
     lowered_ = ops::lower(graph_, sources);

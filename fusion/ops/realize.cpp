@@ -62,6 +62,20 @@ std::vector<Expr> packed_weight_index(const std::vector<Var>& a, int block) {
   return {a[3] % block, a[0], a[1], a[2], a[3] / block};
 }
 
+Func buffer_source(const std::string& name, Buffer<>& b, const graph::Shape& shape, bool pack,
+                   int lanes) {
+  Func f(name);
+  const std::vector<Var> args = halide_args(make_vars(shape.size()));
+  if (pack && shape.size() == 4) {
+    const int block = conv_weight_block(shape, lanes);
+    b = pack_conv_weights(b, block);
+    f(args) = b(packed_weight_index(args, block));
+  } else {
+    f(args) = b(std::vector<Expr>(args.begin(), args.end()));
+  }
+  return f;
+}
+
 std::map<std::string, Func> buffer_sources(const graph::Graph& g, const graph::TensorMap& inputs,
                                            const graph::TensorMap& params,
                                            std::vector<Buffer<>>& buffers,
@@ -80,17 +94,9 @@ std::map<std::string, Func> buffer_sources(const graph::Graph& g, const graph::T
       value = it != params.end() ? it->second : graph::param_values(t);
     }
     Buffer<> b = tensor_buffer(t, value);
-    Func f(halide_safe_name(name) + "_src");
-    const std::vector<Var> args = halide_args(make_vars(t.shape.size()));
-    if (pack.count(name) && t.shape.size() == 4) {
-      const int block = conv_weight_block(t.shape, lanes);
-      b = pack_conv_weights(b, block);
-      f(args) = b(packed_weight_index(args, block));
-    } else {
-      f(args) = b(std::vector<Expr>(args.begin(), args.end()));
-    }
+    sources[name] =
+        buffer_source(halide_safe_name(name) + "_src", b, t.shape, pack.count(name) > 0, lanes);
     buffers.push_back(b);
-    sources[name] = f;
   }
   return sources;
 }

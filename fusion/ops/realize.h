@@ -46,6 +46,11 @@ std::vector<Halide::Expr> packed_weight_index(const std::vector<Halide::Var>& kw
                                               int block);
 // The rank and extents (Halide's order) of pack_conv_weights' buffer.
 std::vector<int> packed_weight_extents(const graph::Shape& weights, int block);
+// A Func `name` of a tensor of `shape` held in `b`, as lower() reads it. With `pack` (conv
+// weights a register block reads pre-packed), `b` is first replaced by its
+// pack_conv_weights copy for `lanes` f32 lanes, which the Func reads through.
+Halide::Func buffer_source(const std::string& name, Halide::Buffer<>& b,
+                           const graph::Shape& shape, bool pack, int lanes);
 
 // Returns the graph outputs, by name. f16 inputs and outputs are stored as Halide float16.
 graph::TensorMap realize_root(const graph::Graph& g, const graph::TensorMap& inputs,
