@@ -107,15 +107,29 @@ class GroupScheduler {
     // transpose after it) would compute its blocks whole in every tile of that root: it is
     // computed once, in its own tiles, instead. BERT's q, k and v linears and attention's
     // matmuls were computed 4x over under the head-merging root.
+    // So is a weight-bound anchor under a row statistic of its columns (a linear, then a
+    // residual add and a layer norm): the root's tiles are rows, each would read all the
+    // weights; in its own tiles of columns each weight is read once a call. GPT-2's c_proj
+    // (9.4 MB of weights, 128 rows) under its layer norm's 4 row tiles read 38 MB: the GPT-2
+    // block ran 9% slower, the BERT encoder 10%, than with c_proj in its own tiles.
     for (const auto& name : g_.nodes) {
       if (stored_.count(name) || !is_blocked_anchor(name) || materialized_.count(name)) continue;
       const std::vector<std::string> r = roots_reading(name);
-      if (r.size() != 1 || aligned(name, r[0]) || root_of.at(r[0])->tiling.tiles <= 1) continue;
+      if (r.size() != 1 || root_of.at(r[0])->tiling.tiles <= 1) continue;
+      const std::string tiles = std::to_string(root_of.at(r[0])->tiling.tiles) + " tiles";
+      if (!aligned(name, r[0])) {
+        reason_[name] = "an anchor whose blocks do not align with root " + r[0] + "'s " + tiles +
+                        ": computed once, in its own tiles, not whole in each";
+      } else if (weight_bound_anchor(node(name)) && normalizes_columns(name, r[0]) &&
+                 root_of.at(r[0])->tiling.kind == Tiling::Kind::rows) {
+        reason_[name] = "a weight-bound anchor under root " + r[0] +
+                        "'s row statistic: computed once, in tiles of its columns, so each "
+                        "weight is read once, not once in each of " + tiles;
+      } else {
+        continue;
+      }
       materialized_.insert(name);
       inlined_.erase(name);
-      reason_[name] = "an anchor whose blocks do not align with root " + r[0] + "'s " +
-                      std::to_string(root_of.at(r[0])->tiling.tiles) +
-                      " tiles: computed once, in its own tiles, not whole in each";
     }
 
     // Members: at the tile of the one root that reads them, or their own root.
@@ -792,6 +806,7 @@ class GroupScheduler {
   // Does a concat or slice along dim 0 (the last axis: NHWC channels, columns) lie between an
   // anchor and its root? Then the root's dim 0 is not the anchor's.
   bool offsets_columns(const std::string& anchor, const std::string& root) const {
+    if (anchor == root) return false;  // its own tiles
     bool offset = false;
     walk_downstream(anchor, [&](const std::string& m) {
       const graph::Node& n = node(m);
@@ -812,6 +827,7 @@ class GroupScheduler {
   // its root? Then every tile of the root's dim 0 needs whole rows of the anchor: chunks of
   // that dim computed GPT-2's c_proj whole in each of 4 tiles.
   bool normalizes_columns(const std::string& anchor, const std::string& root) const {
+    if (anchor == root) return false;  // its own tiles
     bool found = false;
     walk_downstream(anchor, [&](const std::string& m) {
       const graph::Node& n = node(m);

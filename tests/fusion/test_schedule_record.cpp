@@ -389,6 +389,38 @@ TEST_CASE("records: an anchor under a head split is computed once in its own til
   CHECK_FALSE(lin.block->whole_dims);  // its own root: aligned with itself
 }
 
+TEST_CASE("records: a weight-bound linear under a layer norm is computed once in tiles of columns") {
+  // A transformer block's last linear: 64 rows of 256 into 512 columns (more weights than
+  // input), a residual add and a layer norm over the columns, as one group. The norm's tiles
+  // are rows; inside them each tile would read all the weights.
+  GraphBuilder b("proj_norm");
+  auto x = b.input("x", {1, 64, 256});
+  auto res = b.input("res", {1, 64, 512});
+  b.output(b.layer_norm(b.add(b.linear(x, b.param("w", {256, 512})), res)));
+  Planned p{b.build(), {}};
+  std::vector<UserGroup> one(1);
+  for (size_t i : p.g.topo_order()) one[0].nodes.push_back(p.g.nodes()[i].name);
+  p.plan = plan_from_user_groups(p.g, RooflineCostModel(avx512_profile()), one);
+  for (const TargetFacts& t : {avx2(), avx512()}) {
+    const PipelineSchedule s = schedule_plan(p.g, p.plan, t);
+    REQUIRE(s.groups.size() == 1);
+    const NodeSchedule& norm = record_of(s, "layer_norm_0");
+    const NodeSchedule& lin = record_of(s, "linear_0");
+    CHECK(norm.placement == Placement::root);
+    CHECK(norm.tiling.kind == Tiling::Kind::rows);
+    CHECK(norm.tiling.tiles > 1);
+    CHECK(lin.placement == Placement::materialized);
+    CHECK(lin.reason.find("weight-bound") != std::string::npos);
+    // Its own tiles are chunks of whole column blocks, each with every row.
+    REQUIRE(lin.block.has_value());
+    CHECK(lin.tiling.kind == Tiling::Kind::column_chunks);
+    CHECK(lin.tiling.factor % (int64_t(lin.block->lanes) * lin.block->vectors) == 0);
+    CHECK(lin.tiling.tiles >= 2 * t.cores);
+    CHECK(lin.block->channel_blocks_outside);
+    CHECK(record_of(s, "add_0").placement == Placement::inlined);
+  }
+}
+
 namespace {
 // conv (3x3, pad 1) + ReLU at HxWxC, NHWC, one group.
 Planned conv_relu(int64_t hw, int64_t c) {
