@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Whole networks (the corpus of tests/frontend/networks.h: ResNet-18, MobileNetV2,
 # EfficientNet-B0, ViT-Tiny/16, a BERT-shaped encoder, a GPT-2 block; both exporters' styles,
-# or any .onnx files given): opfuse fused and unfused (alternated ROUNDS times, medians) and
-# ONNX Runtime (every graph optimisation, 2 threads) and OpenVINO (CPU plugin, latency hint,
-# f32, 2 threads; installed into the venv on first use), outputs cross-checked.
+# or any .onnx files given): opfuse fused and unfused (AOT libraries), ONNX Runtime (every
+# graph optimisation, 2 threads) and OpenVINO (CPU plugin, latency hint, f32, 2 threads;
+# installed into the venv on first use), each timed once a round, in turn, ROUNDS rounds
+# (medians), outputs cross-checked.
 # Needs ONNX Runtime in the project venv: OPFUSE_WITH_PEERS=1 tools/setup.sh.
 # Usage: bench/networks/run.sh [BUILD_DIR] [OUT_DIR] [ROUNDS] [MODEL.onnx ...]
 set -euo pipefail
@@ -28,4 +29,4 @@ if [ ${#models[@]} -eq 0 ]; then
   models=("$out"/models/*.onnx)
 fi
 "$venv/bin/python" "$here/bench/onnx/compare_ort.py" --opfuse "$build/tools/opfuse" --reps 20 \
-  --unfused "$rounds" --openvino --out "$out/networks.json" "${models[@]}"
+  --aot --unfused --rounds "$rounds" --openvino --out "$out/networks.json" "${models[@]}"

@@ -6,6 +6,12 @@ opfuse's graph tolerance (rtol 1e-4, atol 2e-4) and both are timed (median of --
 after warm-up). ONNX Runtime is timed through I/O binding, which keeps Python's per-call cost
 out of the loop as far as the Python API allows (a few microseconds remain).
 
+With --rounds N every column (ONNX Runtime, OpenVINO, opfuse fused, opfuse unfused) is timed
+once a round, in turn, N rounds, and each column's median over the rounds is reported: on a
+shared machine whose speed drifts by tens of percent within minutes, columns timed minutes
+apart are not comparable, columns alternated are. With --aot opfuse's columns run the AOT
+libraries (`opfuse compile --shared`, then `opfuse run --library`), built once, not the JIT.
+
 Usage: python compare_ort.py --opfuse build/tools/opfuse --out results.json MODEL.onnx...
 Exit status 1 if an output differs.
 """
@@ -35,7 +41,8 @@ def median_time(call, reps, warmup=5):
     return statistics.median(times)
 
 
-def ort_time(path, feeds, reps):
+def ort_timer(path, feeds, reps):
+    """A session of the model: (a function timing it, median of `reps` calls; its outputs)."""
     so = ort.SessionOptions()
     so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     so.intra_op_num_threads = 2
@@ -47,29 +54,28 @@ def ort_time(path, feeds, reps):
         binding.bind_cpu_input(name, value)
     for o in sess.get_outputs():
         binding.bind_output(o.name)
-    t = median_time(lambda: sess.run_with_iobinding(binding), reps)
     names = [o.name for o in sess.get_outputs()]
-    return t, dict(zip(names, outs))
+    return (lambda: median_time(lambda: sess.run_with_iobinding(binding), reps)), dict(zip(names, outs))
 
 
-def openvino_time(path, feeds, reps):
+def openvino_timer(path, feeds, reps):
     """OpenVINO's CPU plugin as its users run a single request: the latency hint, 2 inference
     threads. Its precision hint is f32: on CPUs with bf16 (AVX512_BF16, AMX) OpenVINO would
-    otherwise compute in bf16, a different answer from every other column. Returns the
-    median time, the outputs, and what ran (version, precision, threads)."""
+    otherwise compute in bf16, a different answer from every other column. Returns a function
+    timing it (median), the outputs, and what ran (version, precision, threads)."""
     import openvino as ov
     core = ov.Core()
     compiled = core.compile_model(path, "CPU", {"PERFORMANCE_HINT": "LATENCY",
                                                 "INFERENCE_NUM_THREADS": 2,
                                                 "INFERENCE_PRECISION_HINT": "f32"})
     request = compiled.create_infer_request()
-    t = median_time(lambda: request.infer(feeds), reps)
+    request.infer(feeds)
     outs = {o.get_any_name(): request.get_tensor(o).data.copy() for o in compiled.outputs}
     precision = compiled.get_property("INFERENCE_PRECISION_HINT")
     what = (f"OpenVINO {ov.get_version().split('-')[0]} CPU, "
             f"{getattr(precision, 'get_type_name', lambda: str(precision))()}, "
             f"{compiled.get_property('INFERENCE_NUM_THREADS')} threads, latency hint")
-    return t, outs, what
+    return (lambda: median_time(lambda: request.infer(feeds), reps)), outs, what
 
 
 def integer_bounds(opfuse, path):
@@ -79,10 +85,12 @@ def integer_bounds(opfuse, path):
             for m in re.finditer(r"input (\S+) .* values in \[0, (\d+)\)", log)}
 
 
-def opfuse_time(opfuse, path, feeds, reps, work, check=False, plan=None):
+def opfuse_time(opfuse, path, feeds, reps, work, check=False, plan=None, library=None):
     args = [opfuse, "run", path, "--reps", str(reps), "--outputs", work] + (["--check"] if check else [])
     if plan:
         args += ["--plan", plan]
+    if library:
+        args += ["--library", library]
     for name, value in feeds.items():
         f = os.path.join(work, name + ".in.npy")
         np.save(f, value)
@@ -95,8 +103,13 @@ def opfuse_time(opfuse, path, feeds, reps, work, check=False, plan=None):
     run.check_returncode()
     m = re.search(r"time: median ([0-9.e+-]+) ms", log)
     kernels = re.search(r"plan: (\d+) kernels for (\d+) ops", log)
+    kernels = kernels.groups() if kernels else None
+    if library:  # the library's plan, written beside it by `opfuse compile`
+        with open(re.sub(r"\.so$", ".plan.json", library)) as f:
+            summary = json.load(f)["summary"]
+        kernels = (str(summary["kernels_fused"]), str(summary["kernels_unfused"]))
     rewrites = [l for l in log.splitlines() if l.startswith("canonicalize:")]
-    return float(m.group(1)) * 1e-3, kernels.groups(), rewrites
+    return float(m.group(1)) * 1e-3, kernels, rewrites
 
 
 def main():
@@ -108,9 +121,14 @@ def main():
                     "eager column for the models PyTorch exported")
     ap.add_argument("--check", action="store_true",
                     help="also compare opfuse's outputs with its reference executor")
-    ap.add_argument("--unfused", type=int, default=0, metavar="ROUNDS",
-                    help="also time opfuse's unfused plan (every op its own kernel), alternating "
-                         "fused and unfused ROUNDS times; medians of the rounds are reported")
+    ap.add_argument("--unfused", action="store_true",
+                    help="also time opfuse's unfused plan (every op its own kernel)")
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="time every column once a round, in turn, this many rounds; each "
+                         "column's median over the rounds is reported")
+    ap.add_argument("--aot", action="store_true",
+                    help="opfuse's columns run AOT libraries (opfuse compile --shared, built "
+                         "once) through `opfuse run --library`, not the JIT")
     ap.add_argument("--openvino", action="store_true",
                     help="also time OpenVINO (CPU plugin, latency hint, f32, 2 threads), its "
                          "outputs checked like opfuse's")
@@ -138,35 +156,52 @@ def main():
                 if i.name not in bounds:
                     raise SystemExit(f"{path}: opfuse check gives no range for integer input {i.name}")
                 feeds[i.name] = rng.integers(0, bounds[i.name], size=i.shape).astype(dtype)
-        t_ort, want = ort_time(path, feeds, a.reps)
-        t_ov = None
+        time_ort, want = ort_timer(path, feeds, a.reps)
+        time_ov = None
         if a.openvino:
-            t_ov, ov_outs, ov_what = openvino_time(path, feeds, a.reps)
+            time_ov, ov_outs, ov_what = openvino_timer(path, feeds, a.reps)
             ov_ok = all(np.allclose(ov_outs[k].reshape(w.shape), w, rtol=1e-4, atol=2e-4)
                         for k, w in want.items() if k in ov_outs)
         with tempfile.TemporaryDirectory() as work:
-            t_opf, (kernels, ops), rewrites = opfuse_time(a.opfuse, path, feeds, a.reps, work,
-                                                          a.check)
-            t_unf = None
-            if a.unfused:
-                # The same emitter on the unfused plan; fused and unfused alternate.
+            libs = {}
+            if a.aot:  # built once; every round runs them
+                for strategy in ["fused"] + (["unfused"] if a.unfused else []):
+                    d = os.path.join(work, strategy)
+                    subprocess.run([a.opfuse, "compile", path, "--shared", "--strategy", strategy,
+                                    "--out", d, "--name", "net"], capture_output=True, check=True)
+                    libs[strategy] = os.path.join(d, "net.so")
+            unf_plan = None
+            if a.unfused and not a.aot:  # the same emitter on the unfused plan
                 unf_plan = os.path.join(work, "unfused.plan.json")
                 subprocess.run([a.opfuse, "plan", path, "--no-fusion", "--json", unf_plan],
                                capture_output=True, check=True)
-                fused_t, unf_t = [t_opf], []
-                for r in range(a.unfused):
-                    unf_t.append(opfuse_time(a.opfuse, path, feeds, a.reps, work, plan=unf_plan)[0])
-                    if r + 1 < a.unfused:
-                        fused_t.append(opfuse_time(a.opfuse, path, feeds, a.reps, work)[0])
-                t_opf, t_unf = statistics.median(fused_t), statistics.median(unf_t)
-                # The outputs compared below are the fused plan's, rerun last.
-                opfuse_time(a.opfuse, path, feeds, 1, work)
+            # Rounds: every column once a round, in turn. The fused plan's first run also
+            # checks it (--check) and leaves its outputs in `work`; the unfused plan writes
+            # its own elsewhere.
+            unf_out = os.path.join(work, "unfused_outputs")
+            os.makedirs(unf_out)
+            times = {"ort": [], "ov": [], "fused": [], "unfused": []}
+            for r in range(a.rounds):
+                times["ort"].append(time_ort())
+                if time_ov:
+                    times["ov"].append(time_ov())
+                t, k, rw = opfuse_time(a.opfuse, path, feeds, a.reps, work, a.check and r == 0,
+                                       library=libs.get("fused"))
+                times["fused"].append(t)
+                if r == 0:
+                    (kernels, ops), rewrites = k, rw
+                if a.unfused:
+                    times["unfused"].append(opfuse_time(a.opfuse, path, feeds, a.reps, unf_out,
+                                                        plan=unf_plan,
+                                                        library=libs.get("unfused"))[0])
             err, ok = 0.0, True
             for name, w in want.items():
                 got = np.load(os.path.join(work, name + ".npy")).reshape(w.shape)
                 diff = np.abs(got - w)
                 err = max(err, float(diff.max()))
                 ok = ok and bool(np.all(diff <= 2e-4 + 1e-4 * np.abs(w)))
+        med = {k: statistics.median(v) if v else None for k, v in times.items()}
+        t_ort, t_ov, t_opf, t_unf = med["ort"], med["ov"], med["fused"], med["unfused"]
         bad += 0 if ok else 1
         name = os.path.basename(path)
         row = {"model": name, "kernels": int(kernels), "ops": int(ops),
@@ -192,7 +227,9 @@ def main():
               + (f" {t_ov*1e3:11.4f} {t_ov/t_opf:9.2f}{'' if ov_ok else ' OV-MISMATCH'}"
                  if t_ov is not None else ""))
     with open(a.out, "w") as f:
-        json.dump({"onnxruntime": ort.__version__, "threads": 2, "results": rows}, f, indent=2)
+        json.dump({"onnxruntime": ort.__version__, "threads": 2, "rounds": a.rounds,
+                   "opfuse": "AOT libraries (opfuse compile --shared)" if a.aot else "JIT",
+                   "results": rows}, f, indent=2)
     sys.exit(1 if bad else 0)
 
 
