@@ -11,6 +11,7 @@
 // compile --shared` built from MODEL (runtime::Model) instead of the JIT, to check and time the
 // artefact itself. Never loads PoCL (JIT process).
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -172,6 +173,10 @@ int main(int argc, char** argv) {
   app.add_flag("--breakdown", breakdown,
                "profile one run with Halide's profiler: each group's measured time beside the "
                "cost model's prediction");
+  std::string breakdown_json;
+  app.add_option("--breakdown-json", breakdown_json,
+                 "--breakdown, also written as JSON: each group's nodes, measured and predicted "
+                 "seconds (bench/networks/breakdown.py reads it)");
   std::vector<std::string> dim_specs;
   app.add_option("--dim", dim_specs,
                  "NAME=N: the size of a symbolic dimension (a dynamic batch), repeatable; "
@@ -258,6 +263,7 @@ int main(int argc, char** argv) {
                     graph::shape_to_string(g.tensor(name).shape).c_str());
       }
     }
+    breakdown = breakdown || !breakdown_json.empty();
     if (!library.empty() && breakdown) {
       throw std::runtime_error("--breakdown profiles the JIT's plan, not a --library");
     }
@@ -336,6 +342,26 @@ int main(int argc, char** argv) {
                     fusion::to_string(grp.kind), t.measured_s * 1e6, t.predicted_s * 1e6,
                     t.predicted_s > 0 ? t.measured_s / t.predicted_s : 0.0, nodes.c_str(),
                     grp.nodes.size());
+      }
+      if (!breakdown_json.empty()) {
+        nlohmann::ordered_json j;
+        j["runs"] = runs;
+        j["cost_model"] = plan.cost_model;
+        j["profile"] = plan.profile;
+        j["groups"] = nlohmann::ordered_json::array();
+        for (const auto& t : times) {
+          if (t.group < 0) {
+            j["other_s"] = t.measured_s;
+            continue;
+          }
+          const fusion::FusedGroup& grp = plan.groups[size_t(t.group)];
+          j["groups"].push_back({{"group", t.group},
+                                 {"kind", fusion::to_string(grp.kind)},
+                                 {"nodes", grp.nodes},
+                                 {"measured_s", t.measured_s},
+                                 {"predicted_s", t.predicted_s}});
+        }
+        std::ofstream(breakdown_json) << j.dump(1) << "\n";
       }
     }
     if (!out_dir.empty()) fs::create_directories(out_dir);

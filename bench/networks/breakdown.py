@@ -1,0 +1,98 @@
+"""Where a network's time goes, per fused group, and whether fusing each group paid.
+
+For each model: `opfuse run MODEL --breakdown-json` on the planner's plan (fused) and on the
+unfused plan (`opfuse plan --no-fusion`: every op its own kernel), alternated ROUNDS times
+(Halide's profiler, about a second of runs each; medians over the rounds). Per fused group:
+its measured time, the cost model's prediction, and the sum of its ops' times when each runs
+alone; fusing paid where the group took less than its ops alone. Also counted: the groups
+whose prediction is within 1.5x of the measurement.
+
+The profiler samples the running thread about every millisecond, so a group under ~50 us is
+a handful of samples: its row is noisy, the network's totals are not. Time outside any group
+(the caller waiting for the other threads' last tiles, output copies) is reported as "other".
+
+Usage: python breakdown.py --opfuse build/tools/opfuse --out breakdown.json [--rounds 3] MODEL.onnx...
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import tempfile
+
+
+def breakdown(opfuse, model, work, plan=None):
+    out = os.path.join(work, "breakdown.json")
+    args = [opfuse, "run", model, "--breakdown-json", out] + (["--plan", plan] if plan else [])
+    subprocess.run(args, capture_output=True, text=True, check=True)
+    with open(out) as f:
+        return json.load(f)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--opfuse", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("models", nargs="+")
+    a = ap.parse_args()
+    report = []
+    for model in a.models:
+        with tempfile.TemporaryDirectory() as work:
+            unf_plan = os.path.join(work, "unfused.plan.json")
+            subprocess.run([a.opfuse, "plan", model, "--no-fusion", "--json", unf_plan],
+                           capture_output=True, check=True)
+            fused, unfused = [], []
+            for _ in range(a.rounds):
+                fused.append(breakdown(a.opfuse, model, work))
+                unfused.append(breakdown(a.opfuse, model, work, unf_plan))
+        # Medians over the rounds: a fused group by its index, an op alone by its name.
+        groups = fused[0]["groups"]
+        alone = {}
+        for r in unfused:
+            for g in r["groups"]:
+                alone.setdefault(g["nodes"][0], []).append(g["measured_s"])
+        alone = {k: statistics.median(v) for k, v in alone.items()}
+        rows, paid, within = [], 0, 0
+        for i, g in enumerate(groups):
+            measured = statistics.median(r["groups"][i]["measured_s"] for r in fused)
+            ops_alone = sum(alone.get(n, 0.0) for n in g["nodes"])
+            ratio = measured / g["predicted_s"] if g["predicted_s"] > 0 else None
+            row = {"group": g["group"], "kind": g["kind"], "nodes": g["nodes"],
+                   "measured_s": measured, "predicted_s": g["predicted_s"],
+                   "ops_alone_s": ops_alone}
+            if len(g["nodes"]) > 1:
+                row["fusing_paid"] = measured < ops_alone
+                paid += row["fusing_paid"]
+            within += ratio is not None and 1 / 1.5 <= ratio <= 1.5
+            rows.append(row)
+        fused_groups = sum(len(g["nodes"]) > 1 for g in groups)
+        total = {k: statistics.median(sum(g["measured_s"] for g in r["groups"]) +
+                                      r.get("other_s", 0.0) for r in runs)
+                 for k, runs in (("fused", fused), ("unfused", unfused))}
+        other = statistics.median(r.get("other_s", 0.0) for r in fused)
+        name = os.path.basename(model)
+        print(f"\n{name}: fused {total['fused'] * 1e3:.3f} ms a run (other {other * 1e3:.3f}), "
+              f"unfused {total['unfused'] * 1e3:.3f} ms; fusing paid in {paid} of {fused_groups} "
+              f"fused groups; predicted within 1.5x for {within} of {len(groups)} groups")
+        print(f"  {'grp':>4} {'kind':11} {'measured us':>12} {'predicted us':>12} "
+              f"{'meas/pred':>9} {'ops alone us':>12} {'paid':>5}  nodes")
+        for row in rows:
+            nodes = row["nodes"][0] + (f" .. {row['nodes'][-1]} ({len(row['nodes'])} ops)"
+                                       if len(row["nodes"]) > 1 else "")
+            ratio = row["measured_s"] / row["predicted_s"] if row["predicted_s"] > 0 else 0.0
+            verdict = {True: "yes", False: "NO"}.get(row.get("fusing_paid"), "-")
+            print(f"  {row['group']:>4} {row['kind']:11} {row['measured_s'] * 1e6:12.1f} "
+                  f"{row['predicted_s'] * 1e6:12.1f} {ratio:9.2f} {row['ops_alone_s'] * 1e6:12.1f} "
+                  f"{verdict:>5}  {nodes}")
+        report.append({"model": name, "rounds": a.rounds, "fused_s": total["fused"],
+                       "unfused_s": total["unfused"], "other_s": other,
+                       "fused_groups": fused_groups, "fusing_paid": paid,
+                       "groups": len(groups), "predicted_within_1_5x": within, "rows": rows})
+    with open(a.out, "w") as f:
+        json.dump({"profiler": "Halide's (opfuse run --breakdown-json)", "results": report},
+                  f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
