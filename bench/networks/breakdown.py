@@ -7,15 +7,19 @@ its measured time, the cost model's prediction, and the sum of its ops' times wh
 alone; fusing paid where the group took less than its ops alone. Also counted: the groups
 whose prediction is within 1.5x of the measurement.
 
-The profiler samples the running thread about every millisecond, so a group under ~50 us is
-a handful of samples: its row is noisy, the network's totals are not. Time outside any group
-(the caller waiting for the other threads' last tiles, output copies) is reported as "other".
+The profiler samples the running thread about every millisecond, so a group under 100 us is
+a handful of samples: its verdict is left open ("?"). The profiler also costs time, and more
+in a fused plan (its per-function bookkeeping runs inside the tiles): each round also times
+both plans without it (`opfuse run --reps`), and the network's line shows both ratios, so a
+profiled verdict that the unprofiled totals contradict is seen as such. Time outside any
+group (the caller waiting for the other threads' last tiles, output copies) is "other".
 
 Usage: python breakdown.py --opfuse build/tools/opfuse --out breakdown.json [--rounds 3] MODEL.onnx...
 """
 import argparse
 import json
 import os
+import re
 import statistics
 import subprocess
 import tempfile
@@ -27,6 +31,13 @@ def breakdown(opfuse, model, work, plan=None):
     subprocess.run(args, capture_output=True, text=True, check=True)
     with open(out) as f:
         return json.load(f)
+
+
+def plain_time(opfuse, model, plan=None, reps=20):
+    """The plan's median time through the JIT, without the profiler."""
+    args = [opfuse, "run", model, "--reps", str(reps)] + (["--plan", plan] if plan else [])
+    log = subprocess.run(args, capture_output=True, text=True, check=True).stdout
+    return float(re.search(r"time: median ([0-9.e+-]+) ms", log).group(1)) * 1e-3
 
 
 def main():
@@ -42,10 +53,13 @@ def main():
             unf_plan = os.path.join(work, "unfused.plan.json")
             subprocess.run([a.opfuse, "plan", model, "--no-fusion", "--json", unf_plan],
                            capture_output=True, check=True)
-            fused, unfused = [], []
+            fused, unfused, plain = [], [], {"fused": [], "unfused": []}
             for _ in range(a.rounds):
                 fused.append(breakdown(a.opfuse, model, work))
                 unfused.append(breakdown(a.opfuse, model, work, unf_plan))
+                plain["fused"].append(plain_time(a.opfuse, model))
+                plain["unfused"].append(plain_time(a.opfuse, model, unf_plan))
+        plain = {k: statistics.median(v) for k, v in plain.items()}
         # Medians over the rounds: a fused group by its index, an op alone by its name.
         groups = fused[0]["groups"]
         alone = {}
@@ -53,7 +67,7 @@ def main():
             for g in r["groups"]:
                 alone.setdefault(g["nodes"][0], []).append(g["measured_s"])
         alone = {k: statistics.median(v) for k, v in alone.items()}
-        rows, paid, within = [], 0, 0
+        rows, paid, decided, within = [], 0, 0, 0
         for i, g in enumerate(groups):
             measured = statistics.median(r["groups"][i]["measured_s"] for r in fused)
             ops_alone = sum(alone.get(n, 0.0) for n in g["nodes"])
@@ -61,9 +75,10 @@ def main():
             row = {"group": g["group"], "kind": g["kind"], "nodes": g["nodes"],
                    "measured_s": measured, "predicted_s": g["predicted_s"],
                    "ops_alone_s": ops_alone}
-            if len(g["nodes"]) > 1:
+            if len(g["nodes"]) > 1 and min(measured, ops_alone) >= 100e-6:
                 row["fusing_paid"] = measured < ops_alone
                 paid += row["fusing_paid"]
+                decided += 1
             within += ratio is not None and 1 / 1.5 <= ratio <= 1.5
             rows.append(row)
         fused_groups = sum(len(g["nodes"]) > 1 for g in groups)
@@ -72,22 +87,31 @@ def main():
                  for k, runs in (("fused", fused), ("unfused", unfused))}
         other = statistics.median(r.get("other_s", 0.0) for r in fused)
         name = os.path.basename(model)
-        print(f"\n{name}: fused {total['fused'] * 1e3:.3f} ms a run (other {other * 1e3:.3f}), "
-              f"unfused {total['unfused'] * 1e3:.3f} ms; fusing paid in {paid} of {fused_groups} "
-              f"fused groups; predicted within 1.5x for {within} of {len(groups)} groups")
+        print(f"\n{name}: profiled fused {total['fused'] * 1e3:.3f} ms a run (other "
+              f"{other * 1e3:.3f}), unfused {total['unfused'] * 1e3:.3f} ms "
+              f"(unfused/fused {total['unfused'] / total['fused']:.2f}); without the profiler "
+              f"fused {plain['fused'] * 1e3:.3f} ms, unfused {plain['unfused'] * 1e3:.3f} ms "
+              f"(unfused/fused {plain['unfused'] / plain['fused']:.2f})")
+        print(f"  fusing paid in {paid} of the {decided} fused groups of 100 us or more "
+              f"({fused_groups} fused groups in all); predicted within 1.5x for {within} of "
+              f"{len(groups)} groups")
         print(f"  {'grp':>4} {'kind':11} {'measured us':>12} {'predicted us':>12} "
               f"{'meas/pred':>9} {'ops alone us':>12} {'paid':>5}  nodes")
         for row in rows:
             nodes = row["nodes"][0] + (f" .. {row['nodes'][-1]} ({len(row['nodes'])} ops)"
                                        if len(row["nodes"]) > 1 else "")
             ratio = row["measured_s"] / row["predicted_s"] if row["predicted_s"] > 0 else 0.0
-            verdict = {True: "yes", False: "NO"}.get(row.get("fusing_paid"), "-")
+            verdict = ({True: "yes", False: "NO"}.get(row.get("fusing_paid"), "?")
+                       if len(row["nodes"]) > 1 else "-")
             print(f"  {row['group']:>4} {row['kind']:11} {row['measured_s'] * 1e6:12.1f} "
                   f"{row['predicted_s'] * 1e6:12.1f} {ratio:9.2f} {row['ops_alone_s'] * 1e6:12.1f} "
                   f"{verdict:>5}  {nodes}")
         report.append({"model": name, "rounds": a.rounds, "fused_s": total["fused"],
                        "unfused_s": total["unfused"], "other_s": other,
-                       "fused_groups": fused_groups, "fusing_paid": paid,
+                       "unprofiled_fused_s": plain["fused"],
+                       "unprofiled_unfused_s": plain["unfused"],
+                       "fused_groups": fused_groups, "fused_groups_decided": decided,
+                       "fusing_paid": paid,
                        "groups": len(groups), "predicted_within_1_5x": within, "rows": rows})
     with open(a.out, "w") as f:
         json.dump({"profiler": "Halide's (opfuse run --breakdown-json)", "results": report},
