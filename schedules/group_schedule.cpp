@@ -115,13 +115,15 @@ class GroupScheduler {
     for (const auto& name : g_.nodes) {
       if (stored_.count(name) || !is_blocked_anchor(name) || materialized_.count(name)) continue;
       const std::vector<std::string> r = roots_reading(name);
-      if (r.size() != 1 || root_of.at(r[0])->tiling.tiles <= 1) continue;
-      const std::string tiles = std::to_string(root_of.at(r[0])->tiling.tiles) + " tiles";
+      if (r.size() != 1) continue;
+      const Tiling& root_tiling = root_of.at(r[0])->tiling;
+      if (root_tiling.tiles <= 1) continue;
+      const std::string tiles = std::to_string(root_tiling.tiles) + " tiles";
       if (!aligned(name, r[0])) {
         reason_[name] = "an anchor whose blocks do not align with root " + r[0] + "'s " + tiles +
                         ": computed once, in its own tiles, not whole in each";
       } else if (weight_bound_anchor(node(name)) && normalizes_columns(name, r[0]) &&
-                 root_of.at(r[0])->tiling.kind == Tiling::Kind::rows) {
+                 root_tiling.kind == Tiling::Kind::rows) {
         reason_[name] = "a weight-bound anchor under root " + r[0] +
                         "'s row statistic: computed once, in tiles of its columns, so each "
                         "weight is read once, not once in each of " + tiles;

@@ -355,12 +355,17 @@ TEST_CASE("records: a plan JSON written with its records reads back to the same 
 namespace {
 
 // tests/reshaped_anchor.h's graphs, each as one group.
-Planned one_group(bool head_split) {
-  Planned p{opfuse::testing::reshaped_anchor_graph(head_split), {}};
+// Every node of `g` in one user group.
+Planned as_one_group(Graph g) {
+  Planned p{std::move(g), {}};
   std::vector<UserGroup> one(1);
   for (size_t i : p.g.topo_order()) one[0].nodes.push_back(p.g.nodes()[i].name);
   p.plan = plan_from_user_groups(p.g, RooflineCostModel(avx512_profile()), one);
   return p;
+}
+
+Planned one_group(bool head_split) {
+  return as_one_group(opfuse::testing::reshaped_anchor_graph(head_split));
 }
 
 }  // namespace
@@ -397,10 +402,7 @@ TEST_CASE("records: a weight-bound linear under a layer norm is computed once in
   auto x = b.input("x", {1, 64, 256});
   auto res = b.input("res", {1, 64, 512});
   b.output(b.layer_norm(b.add(b.linear(x, b.param("w", {256, 512})), res)));
-  Planned p{b.build(), {}};
-  std::vector<UserGroup> one(1);
-  for (size_t i : p.g.topo_order()) one[0].nodes.push_back(p.g.nodes()[i].name);
-  p.plan = plan_from_user_groups(p.g, RooflineCostModel(avx512_profile()), one);
+  const Planned p = as_one_group(b.build());
   for (const TargetFacts& t : {avx2(), avx512()}) {
     const PipelineSchedule s = schedule_plan(p.g, p.plan, t);
     REQUIRE(s.groups.size() == 1);
