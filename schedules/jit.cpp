@@ -2,10 +2,10 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <map>
 #include <mutex>
-#include <sstream>
 #include <stdexcept>
 #include <thread>
 
@@ -68,12 +68,58 @@ void empty_pool() {
   g_pool.clear();
 }
 
-// The profiler's report of the run in progress (Halide prints it through custom_print).
-std::mutex g_print_mutex;
-std::string g_print;
-void capturing_print(JITUserContext*, const char* text) {
-  std::lock_guard<std::mutex> lock(g_print_mutex);
-  g_print += text;
+// A timed run's context: the trace handler stamps each root Func's production (the events
+// Func::trace_realizations emits around it, on the thread that runs the pipeline's top level).
+// Productions fused by compute_with nest; the time between two stamps goes to the innermost
+// open production, so none is counted twice.
+struct TimingContext : JITUserContext {
+  std::map<std::string, double>* seconds = nullptr;
+  std::vector<std::string> open;
+  std::chrono::steady_clock::time_point last;
+};
+
+int32_t timing_trace(JITUserContext* uc, const halide_trace_event_t* e) {
+  if (e->event != halide_trace_produce && e->event != halide_trace_end_produce) return 0;
+  auto* ctx = static_cast<TimingContext*>(uc);
+  const auto now = std::chrono::steady_clock::now();
+  if (!ctx->open.empty()) {
+    (*ctx->seconds)[ctx->open.back()] += std::chrono::duration<double>(now - ctx->last).count();
+  }
+  if (e->event == halide_trace_produce) {
+    ctx->open.emplace_back(e->func);
+  } else if (!ctx->open.empty()) {
+    ctx->open.pop_back();
+  }
+  ctx->last = now;
+  return 0;
+}
+
+// The pipeline's outputs and every Func the schedule stores at the root: the productions a
+// timed run stamps.
+std::vector<Func> root_funcs(const std::vector<Func>& outputs) {
+  // The Funcs the outputs call, and the wrappers (Func::in) their consumers call instead:
+  // a materialized anchor is often computed in its wrapper.
+  std::map<std::string, Internal::Function> all;
+  std::vector<Internal::Function> todo;
+  for (const Func& f : outputs) todo.push_back(f.function());
+  while (!todo.empty()) {
+    const Internal::Function f = todo.back();
+    todo.pop_back();
+    if (!all.emplace(f.name(), f).second) continue;
+    for (const auto& [name, fn] : Internal::find_direct_calls(f)) todo.push_back(fn);
+    for (const auto& [name, ptr] : f.wrappers()) todo.emplace_back(ptr);
+  }
+  std::vector<Func> roots(outputs);
+  for (const auto& [name, fn] : all) {
+    if (std::any_of(outputs.begin(), outputs.end(), [&](const Func& o) { return o.name() == name; })) {
+      continue;
+    }
+    // Scheduling is done: the levels are fixed as lowering would fix them.
+    LoopLevel at = fn.schedule().compute_level();
+    at.lock();
+    if (at.is_root()) roots.emplace_back(fn);
+  }
+  return roots;
 }
 
 // The parallel loops on the spinning pool (runtime/thread_pool.h: why). The tasks Halide passes
@@ -91,18 +137,18 @@ struct CompiledPlan::Impl {
   std::vector<Buffer<float>> outs;
   Halide::Pipeline pipeline;
   Target target;
-  bool profile = false;
-  std::string report;
+  bool timed = false;
+  std::map<std::string, double> root_seconds;  // of the last timed run, by Func
   schedules::PipelineSchedule schedule;
   size_t peak = 0;
 };
 
 CompiledPlan::CompiledPlan(const graph::Graph& g, const fusion::FusionPlan& plan,
                            const graph::TensorMap& inputs, const graph::TensorMap& params,
-                           bool profile)
+                           bool timed)
     : impl_(std::make_unique<Impl>()) {
   try {
-    compile(g, plan, inputs, params, profile);
+    compile(g, plan, inputs, params, timed);
   } catch (const Halide::Error& e) {
     // Halide's errors are not std::exceptions: callers see one type, with Halide's message.
     throw std::runtime_error(std::string("Halide could not compile the plan: ") + e.what());
@@ -111,7 +157,7 @@ CompiledPlan::CompiledPlan(const graph::Graph& g, const fusion::FusionPlan& plan
 
 void CompiledPlan::compile(const graph::Graph& g, const fusion::FusionPlan& plan,
                            const graph::TensorMap& inputs, const graph::TensorMap& params,
-                           bool profile) {
+                           bool timed) {
   for (const auto& name : g.tensor_names()) {
     if (g.tensor(name).kind != graph::TensorKind::intermediate &&
         g.tensor(name).dtype == graph::DType::f16) {
@@ -121,8 +167,7 @@ void CompiledPlan::compile(const graph::Graph& g, const fusion::FusionPlan& plan
   }
   impl_->graph = &g;
   impl_->target = get_jit_target_from_environment();
-  impl_->profile = profile;
-  if (profile) impl_->target = impl_->target.with_feature(Target::Profile);
+  impl_->timed = timed;
   // No GPU limits: the JIT runs on the host's CPU.
   schedules::TargetFacts facts = target_facts(
       impl_->target, fusion::HardwareProfile{}, int(std::max(1u, std::thread::hardware_concurrency())));
@@ -145,10 +190,13 @@ void CompiledPlan::compile(const graph::Graph& g, const fusion::FusionPlan& plan
   }
   bound_outputs(pipe);
   apply_schedule(pipe, impl_->schedule);
+  if (timed) {
+    // Traced at their production only: no per-element events, nothing inside the loops.
+    for (Func f : root_funcs(pipe.outputs)) f.trace_realizations();
+  }
   impl_->pipeline = Halide::Pipeline(pipe.outputs);
   impl_->pipeline.jit_handlers().custom_malloc = counting_malloc;
   impl_->pipeline.jit_handlers().custom_free = counting_free;
-  if (profile) impl_->pipeline.jit_handlers().custom_print = capturing_print;
   if (runtime::spinning_pool_enabled()) {
     impl_->pipeline.jit_handlers().custom_do_par_for = spinning_do_par_for;
   }
@@ -159,26 +207,26 @@ CompiledPlan::~CompiledPlan() { empty_pool(); }
 
 const schedules::PipelineSchedule& CompiledPlan::schedule() const { return impl_->schedule; }
 
-const std::string& CompiledPlan::profiler_report() const { return impl_->report; }
+const std::map<std::string, double>& CompiledPlan::root_seconds() const {
+  return impl_->root_seconds;
+}
 
 void CompiledPlan::run() {
   std::vector<Buffer<>> bufs(impl_->outs.begin(), impl_->outs.end());
   g_heap_now = 0;
   g_heap_peak = 0;
-  if (impl_->profile) {
-    std::lock_guard<std::mutex> lock(g_print_mutex);
-    g_print.clear();
+  TimingContext ctx;
+  if (impl_->timed) {
+    impl_->root_seconds.clear();
+    ctx.seconds = &impl_->root_seconds;
+    ctx.handlers.custom_trace = timing_trace;
   }
   try {
-    impl_->pipeline.realize(Realization(bufs), impl_->target);
+    impl_->pipeline.realize(&ctx, Realization(bufs), impl_->target);
   } catch (const Halide::Error& e) {
     throw std::runtime_error(std::string("the compiled plan failed to run: ") + e.what());
   }
   impl_->peak = size_t(g_heap_peak.load());
-  if (impl_->profile) {
-    std::lock_guard<std::mutex> lock(g_print_mutex);
-    impl_->report = g_print;
-  }
 }
 
 void CompiledPlan::set_inputs(const graph::TensorMap& inputs) {
@@ -223,12 +271,19 @@ graph::TensorMap realize_with_plan(const graph::Graph& g, const fusion::FusionPl
 }
 
 std::vector<GroupTime> times_by_group(const graph::Graph& g, const fusion::FusionPlan& plan,
-                                      const std::string& report) {
+                                      const std::map<std::string, double>& func_seconds) {
   // Func name -> node: the longest node name (as lowered) the Func's name starts with, then
   // '_' or '$' or its end (a node's Funcs are "<node>", "<node>_acc", "<node>_global_wrapper$0").
+  // A graph output's copy ("<tensor>_out") goes to the group of the node that produces it.
   std::vector<std::pair<std::string, int>> prefixes;  // (lowered node name, group)
   for (const fusion::FusedGroup& grp : plan.groups) {
     for (const auto& n : grp.nodes) prefixes.emplace_back(ops::halide_safe_name(n), grp.id);
+    for (const auto& t : g.outputs()) {
+      const graph::Node* p = g.producer(t);
+      if (p && std::count(grp.nodes.begin(), grp.nodes.end(), p->name)) {
+        prefixes.emplace_back(ops::halide_safe_name(t) + "_out", grp.id);
+      }
+    }
   }
   std::sort(prefixes.begin(), prefixes.end(),
             [](const auto& a, const auto& b) { return a.first.size() > b.first.size(); });
@@ -237,21 +292,7 @@ std::vector<GroupTime> times_by_group(const graph::Graph& g, const fusion::Fusio
     out[i].group = plan.groups[i].id;
     out[i].predicted_s = plan.groups[i].estimate.t_total_s;
   }
-  double runs = 1;
-  if (const size_t r = report.find("runs: "); r != std::string::npos) {
-    runs = std::max(1.0, std::atof(report.c_str() + r + 6));
-  }
-  std::istringstream in(report);
-  int lines = 0;
-  for (std::string line; std::getline(in, line);) {
-    // "    <func>:   1.234ms (12.3%)   threads: ..."
-    const size_t ms = line.find("ms (");
-    const size_t colon = line.rfind(':', ms);
-    if (ms == std::string::npos || colon == std::string::npos) continue;
-    const size_t start = line.find_first_not_of(' ');
-    const std::string func = line.substr(start, colon - start);
-    const double t = std::atof(line.c_str() + colon + 1) * 1e-3 / runs;
-    ++lines;
+  for (const auto& [func, t] : func_seconds) {
     GroupTime* slot = &out.back();
     for (const auto& [name, gid] : prefixes) {
       if (func.rfind(name, 0) != 0) continue;
@@ -264,7 +305,6 @@ std::vector<GroupTime> times_by_group(const graph::Graph& g, const fusion::Fusio
     }
     slot->measured_s += t;
   }
-  if (lines == 0) throw std::runtime_error("the profiler report has no per-Func times");
   return out;
 }
 

@@ -3,6 +3,7 @@
 // exploration without a build step. Do not use in a process that also loads PoCL.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
 
@@ -22,10 +23,11 @@ class CompiledPlan {
   // Params come from graph::param_values unless given. Throws graph::GraphError for graphs
   // the JIT path does not take (f16 tensors), std::runtime_error (with Halide's message) when
   // Halide refuses the schedule.
-  // `profile`: compiled with Halide's profiler; each run's report is kept (profiler_report).
+  // `timed`: every Func stored at the root is traced at its production (begin and end, no
+  // per-element events); each run records how long each one's production took (root_seconds).
   CompiledPlan(const graph::Graph& g, const fusion::FusionPlan& plan,
                const graph::TensorMap& inputs, const graph::TensorMap& params = {},
-               bool profile = false);
+               bool timed = false);
   ~CompiledPlan();
   CompiledPlan(const CompiledPlan&) = delete;
   CompiledPlan& operator=(const CompiledPlan&) = delete;
@@ -38,29 +40,30 @@ class CompiledPlan {
   // The most bytes the pipeline's heap allocations (intermediates Halide stores) held at once
   // during the last run; stack allocations of small tiles are not counted.
   size_t peak_heap_bytes() const;
-  // Halide's profiler report of the last run (empty unless compiled with `profile`).
-  const std::string& profiler_report() const;
+  // Seconds each root Func's production took in the last run, by Func name (empty unless
+  // compiled `timed`). Its sum is the run's time less the output copies and allocations.
+  const std::map<std::string, double>& root_seconds() const;
   // The records the pipeline was scheduled with.
   const schedules::PipelineSchedule& schedule() const;
 
  private:
   void compile(const graph::Graph& g, const fusion::FusionPlan& plan,
-               const graph::TensorMap& inputs, const graph::TensorMap& params, bool profile);
+               const graph::TensorMap& inputs, const graph::TensorMap& params, bool timed);
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
 
-// One group's share of a profiled run: Halide's profiler samples of the group's Funcs (its
-// nodes' Funcs and helpers, by name), beside the cost model's prediction.
+// One group's share of a timed run: the productions of the group's root Funcs (its nodes'
+// Funcs and helpers, by name), beside the cost model's prediction.
 struct GroupTime {
   int group = -1;  // -1: time no group's Func took (waiting for tasks, output copies)
   double measured_s = 0;
   double predicted_s = 0;
 };
-// Per group, from a profiler report of one run (CompiledPlan::profiler_report); throws
-// std::runtime_error when the report has no per-Func lines.
+// Per group, from one timed run's seconds by Func (CompiledPlan::root_seconds); the last entry
+// (group -1) holds the Funcs of no group (output copies).
 std::vector<GroupTime> times_by_group(const graph::Graph& g, const fusion::FusionPlan& plan,
-                                      const std::string& report);
+                                      const std::map<std::string, double>& func_seconds);
 
 // Compiles and runs once; returns the graph outputs, by name.
 graph::TensorMap realize_with_plan(const graph::Graph& g, const fusion::FusionPlan& plan,

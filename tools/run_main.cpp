@@ -171,8 +171,8 @@ int main(int argc, char** argv) {
                  "run this library (`opfuse compile MODEL --shared`) instead of the JIT");
   bool breakdown = false;
   app.add_flag("--breakdown", breakdown,
-               "profile one run with Halide's profiler: each group's measured time beside the "
-               "cost model's prediction");
+               "time each group's productions over repeated runs (medians): each group's "
+               "measured time beside the cost model's prediction");
   std::string breakdown_json;
   app.add_option("--breakdown-json", breakdown_json,
                  "--breakdown, also written as JSON: each group's nodes, measured and predicted "
@@ -265,7 +265,7 @@ int main(int argc, char** argv) {
     }
     breakdown = breakdown || !breakdown_json.empty();
     if (!library.empty() && breakdown) {
-      throw std::runtime_error("--breakdown profiles the JIT's plan, not a --library");
+      throw std::runtime_error("--breakdown times the JIT's plan, not a --library");
     }
     std::optional<schedules::CompiledPlan> jit;
     std::optional<tools::LibraryRun> lib;
@@ -302,36 +302,42 @@ int main(int argc, char** argv) {
       print_median("time", spinning);
     }
     if (breakdown) {
-      // Halide's profiler samples every millisecond or so: runs until about a second of
-      // samples (at least 10 runs), their times per group averaged.
+      // Each group's root productions stamped in every run (CompiledPlan `timed`): medians
+      // over at least 20 runs and about a second. "other" is the rest of a run's wall time
+      // (output copies, allocations, the pipeline's start).
+      std::vector<std::vector<double>> per_group;  // [slot][run]
       std::vector<schedules::GroupTime> times;
-      int runs = 0;
-      double total = 0;
       const auto t0 = std::chrono::steady_clock::now();
-      while (runs < 10 ||
-             std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() < 1.0) {
+      for (int r = 0; r < 20 || std::chrono::duration<double>(
+                                    std::chrono::steady_clock::now() - t0).count() < 1.0;
+           ++r) {
+        const auto start = std::chrono::steady_clock::now();
         jit->run();
-        const auto one = schedules::times_by_group(g, plan, jit->profiler_report());
-        if (times.empty()) times.assign(one.size(), {});
-        for (size_t i = 0; i < one.size(); ++i) {
-          times[i].group = one[i].group;
-          times[i].predicted_s = one[i].predicted_s;
-          times[i].measured_s += one[i].measured_s;
+        double rest = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        times = schedules::times_by_group(g, plan, jit->root_seconds());
+        per_group.resize(times.size());
+        for (size_t i = 0; i < times.size(); ++i) {
+          if (times[i].group >= 0) rest -= times[i].measured_s;
+          per_group[i].push_back(times[i].group >= 0 ? times[i].measured_s : 0.0);
         }
-        ++runs;
+        per_group.back().back() = std::max(0.0, rest);
       }
-      for (auto& t : times) {
-        t.measured_s /= runs;
-        total += t.measured_s;
+      const int runs = int(per_group.front().size());
+      double total = 0;
+      for (size_t i = 0; i < times.size(); ++i) {
+        auto& v = per_group[i];
+        std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+        times[i].measured_s = v[v.size() / 2];
+        total += times[i].measured_s;
       }
-      std::printf("per group (Halide's profiler, mean of %d runs, %.3f ms a run; predicted by "
-                  "the %s model on %s):\n", runs, total * 1e3, plan.cost_model.c_str(),
+      std::printf("per group (each group's productions timed, median of %d runs, %.3f ms a run; "
+                  "predicted by the %s model on %s):\n", runs, total * 1e3, plan.cost_model.c_str(),
                   plan.profile.c_str());
       std::printf("  %-4s %-11s %12s %12s %9s  %s\n", "grp", "kind", "measured us",
                   "predicted us", "meas/pred", "nodes");
       for (const auto& t : times) {
         if (t.group < 0) {
-          std::printf("  %-4s %-11s %12.1f %12s %9s  (waiting for tasks, output copies)\n", "-",
+          std::printf("  %-4s %-11s %12.1f %12s %9s  (output copies, allocations, the pipeline's start)\n", "-",
                       "other", t.measured_s * 1e6, "-", "-");
           continue;
         }

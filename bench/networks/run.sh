@@ -30,7 +30,7 @@ if [ ${#models[@]} -eq 0 ]; then
 fi
 "$venv/bin/python" "$here/bench/onnx/compare_ort.py" --opfuse "$build/tools/opfuse" --reps 20 \
   --aot --unfused --rounds "$rounds" --openvino --out "$out/networks.json" "${models[@]}"
-# Per network, where the time goes: each fused group measured (Halide's profiler) beside its
+# Per network, where the time goes: each fused group timed beside its
 # prediction and its ops run alone, and whether fusing it paid.
 "$venv/bin/python" "$here/bench/networks/breakdown.py" --opfuse "$build/tools/opfuse" \
   --rounds "$rounds" --out "$out/breakdown.json" "${models[@]}"

@@ -17,7 +17,8 @@ grep -q "int transformer_encoder_opset13(" "$work/lib/transformer_encoder_opset1
 "$2" run "$model" --check --reps 3 --outputs "$work/out" | tee "$work/run.log"
 grep -q "reference: match" "$work/run.log"
 test -s "$work/out/y.npy"
-# The per-group breakdown as JSON: the plan's groups, in order, each measured and predicted.
+# The per-group breakdown as JSON: the plan's groups, in order, each timed (every group's
+# productions stamped, the output's copy with its producer's group) and predicted.
 "$2" run "$model" --breakdown-json "$work/breakdown.json" > "$work/breakdown.log"
 python3 - "$work/breakdown.json" "$work/lib/transformer_encoder_opset13.plan.json" <<'PY'
 import json, sys
@@ -25,8 +26,8 @@ b, plan = (json.load(open(f)) for f in sys.argv[1:3])
 groups = [g["nodes"] for g in plan["groups"]]
 assert [g["nodes"] for g in b["groups"]] == groups, "breakdown groups differ from the plan's"
 assert [g["group"] for g in b["groups"]] == list(range(len(groups)))
-assert all(g["measured_s"] >= 0 and g["predicted_s"] > 0 for g in b["groups"])
-assert sum(g["measured_s"] for g in b["groups"]) > 0 and b["runs"] >= 10
+assert all(g["measured_s"] > 0 and g["predicted_s"] > 0 for g in b["groups"]), b["groups"]
+assert b["runs"] >= 20
 PY
 # The output as an input (raw float32 rejected when the size is wrong, .npy accepted).
 head -c 12 /dev/zero > "$work/bad.bin"
