@@ -5,7 +5,6 @@
 // the graph as JSON.
 //
 // OPFUSE_DIFF_GRAPHS / OPFUSE_DIFF_SEED (environment) run a longer soak from another seed.
-#include <chrono>
 #include <doctest/doctest.h>
 
 #include <chrono>
