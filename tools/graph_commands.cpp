@@ -448,7 +448,12 @@ int compile_command(const CompileCommand& c, const std::string& generator) {
   return build_library(c, generator, name, target, weights, weight_bytes, fixed);
 }
 
-int calibrate_command(const std::string& out, bool quick) {
+int calibrate_command(const std::string& out, bool quick, bool host) {
+  if (host) {
+    write_file(out, fusion::profile_to_json(fusion::host_profile()));
+    std::printf("wrote the host profile to %s\n", out.c_str());
+    return 0;
+  }
   fusion::CalibrationOptions o;
   o.quick = quick;
   std::printf("calibrating %s (%s, %d vector registers): FMA peak, bandwidth per level, "

@@ -61,6 +61,6 @@ struct CompileCommand {
 int compile_command(const CompileCommand& c, const std::string& generator);
 
 // `opfuse calibrate --out FILE`: measures this machine and writes its profile.
-int calibrate_command(const std::string& out, bool quick);
+int calibrate_command(const std::string& out, bool quick, bool host = false);
 
 }  // namespace opfuse::tools

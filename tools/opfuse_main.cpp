@@ -113,6 +113,10 @@ int main(int argc, char** argv) {
       app.add_subcommand("calibrate", "measure this machine's hardware profile");
   calibrate_cmd->add_option("--out", calibrate_out, "profile JSON to write");
   calibrate_cmd->add_flag("--quick", calibrate_quick, "short measurements");
+  bool calibrate_host = false;
+  calibrate_cmd->add_flag("--host", calibrate_host,
+                          "write the `host` profile the planner uses (its cached measurement, "
+                          "made now if none is cached) instead of measuring anew");
 
   opfuse::tools::CompileCommand compile;
   CLI::App* compile_cmd = app.add_subcommand(
@@ -153,7 +157,7 @@ int main(int argc, char** argv) {
     if (*check_cmd) return opfuse::tools::check_graph(graph_path, run_reference, check_dims);
     if (*zoo_cmd) return opfuse::tools::write_zoo(zoo_dir);
     if (*plan_cmd) return opfuse::tools::plan_command(plan);
-    if (*calibrate_cmd) return opfuse::tools::calibrate_command(calibrate_out, calibrate_quick);
+    if (*calibrate_cmd) return opfuse::tools::calibrate_command(calibrate_out, calibrate_quick, calibrate_host);
     if (*compile_cmd) return opfuse::tools::compile_command(compile, OPFUSE_GENERATOR);
   } catch (const std::exception& e) {
     std::cerr << "opfuse: " << e.what() << "\n";

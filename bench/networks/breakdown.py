@@ -24,17 +24,19 @@ import subprocess
 import tempfile
 
 
-def breakdown(opfuse, model, work, plan=None):
+def breakdown(opfuse, model, work, plan=None, profile=None):
     out = os.path.join(work, "breakdown.json")
     args = [opfuse, "run", model, "--breakdown-json", out] + (["--plan", plan] if plan else [])
+    args += ["--profile", profile] if profile else []
     subprocess.run(args, capture_output=True, text=True, check=True)
     with open(out) as f:
         return json.load(f)
 
 
-def plain_time(opfuse, model, plan=None, reps=20):
+def plain_time(opfuse, model, plan=None, reps=20, profile=None):
     """The plan's median time through the JIT, without the stamps."""
     args = [opfuse, "run", model, "--reps", str(reps)] + (["--plan", plan] if plan else [])
+    args += ["--profile", profile] if profile else []
     log = subprocess.run(args, capture_output=True, text=True, check=True).stdout
     return float(re.search(r"time: median ([0-9.e+-]+) ms", log).group(1)) * 1e-3
 
@@ -44,20 +46,23 @@ def main():
     ap.add_argument("--opfuse", required=True)
     ap.add_argument("--out", required=True)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--profile", help="plan (and predict) with this hardware profile, e.g. "
+                    "calibrate.py's; default: the host's")
     ap.add_argument("models", nargs="+")
     a = ap.parse_args()
     report = []
     for model in a.models:
         with tempfile.TemporaryDirectory() as work:
             unf_plan = os.path.join(work, "unfused.plan.json")
-            subprocess.run([a.opfuse, "plan", model, "--no-fusion", "--json", unf_plan],
+            subprocess.run([a.opfuse, "plan", model, "--no-fusion", "--json", unf_plan] +
+                           (["--profile", a.profile] if a.profile else []),
                            capture_output=True, check=True)
             fused, unfused, plain = [], [], {"fused": [], "unfused": []}
             for _ in range(a.rounds):
-                fused.append(breakdown(a.opfuse, model, work))
-                unfused.append(breakdown(a.opfuse, model, work, unf_plan))
-                plain["fused"].append(plain_time(a.opfuse, model))
-                plain["unfused"].append(plain_time(a.opfuse, model, unf_plan))
+                fused.append(breakdown(a.opfuse, model, work, profile=a.profile))
+                unfused.append(breakdown(a.opfuse, model, work, unf_plan, a.profile))
+                plain["fused"].append(plain_time(a.opfuse, model, profile=a.profile))
+                plain["unfused"].append(plain_time(a.opfuse, model, unf_plan, profile=a.profile))
         plain = {k: statistics.median(v) for k, v in plain.items()}
         # Medians over the rounds: a fused group by its index, an op alone by its name.
         groups = fused[0]["groups"]
@@ -114,7 +119,7 @@ def main():
                        "groups": len(groups), "predicted_within_1_5x": within, "rows": rows})
     with open(a.out, "w") as f:
         json.dump({"timing": "each group's productions stamped (opfuse run --breakdown-json)",
-                   "results": report},
+                   "profile": a.profile or "host", "results": report},
                   f, indent=1)
 
 

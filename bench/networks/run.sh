@@ -34,3 +34,10 @@ fi
 # prediction and its ops run alone, and whether fusing it paid.
 "$venv/bin/python" "$here/bench/networks/breakdown.py" --opfuse "$build/tools/opfuse" \
   --rounds "$rounds" --out "$out/breakdown.json" "${models[@]}"
+# The cost model fitted to these timings (each anchor class's share of the peak, a_cache):
+# a calibrated profile, and the breakdown again with the plans and predictions it gives.
+"$venv/bin/python" "$here/bench/networks/calibrate.py" --opfuse "$build/tools/opfuse" \
+  --breakdown "$out/breakdown.json" --out "$out/calibrated-profile.json" "${models[@]}"
+"$venv/bin/python" "$here/bench/networks/breakdown.py" --opfuse "$build/tools/opfuse" \
+  --rounds "$rounds" --profile "$out/calibrated-profile.json" \
+  --out "$out/breakdown-calibrated.json" "${models[@]}"

@@ -118,6 +118,26 @@ OpStats op_stats(const IndexedGraph& ig, size_t i) {
   return s;
 }
 
+std::string anchor_class(const IndexedGraph& ig, size_t i) {
+  const Node& n = ig.node(i);
+  if (!graph::has_trait(n.op, graph::OpTrait::anchor)) return "";
+  const graph::Graph& g = ig.graph();
+  if (n.op == "conv2d") {
+    const graph::Tensor& x = g.tensor(n.inputs[0]);
+    const graph::Window2d w = graph::conv2d_window(n, x, g.tensor(n.inputs[1]));
+    const int64_t channels = x.shape[w.layout == graph::Layout::NHWC ? 3 : 1];
+    if (w.groups > 1 && w.groups == channels) return "conv_depthwise";
+    if (w.kernel[0] == 1 && w.kernel[1] == 1) return "conv_pointwise";
+    return "conv_spatial";
+  }
+  const bool weight = g.tensor(n.inputs[1]).kind == graph::TensorKind::param;
+  if (n.op == "matmul" && !weight) return "matmul";
+  // A linear's rows: every output element but the last axis's.
+  const graph::Shape& out = g.tensor(n.outputs[0]).shape;
+  const double rows = elements(ig, n.outputs[0]) / double(out.empty() ? 1 : out.back());
+  return rows <= 1 ? "gemv" : "linear";
+}
+
 int CostModel::register_limit() const {
   return profile_.gpu ? profile_.registers_per_thread : profile_.vector_registers;
 }
@@ -150,22 +170,33 @@ GroupEstimate RooflineCostModel::estimate(const IndexedGraph& ig,
   GroupEstimate e;
   double flops = 0, params = 0;
   std::set<std::string> inputs_seen;
-  bool f16 = true;
+  double t_compute = 0;  // at each anchor class's attained share of the peak
+  const bool all_f16 = std::all_of(nodes.begin(), nodes.end(), [&](size_t i) {
+    return g.tensor(ig.node(i).outputs[0]).dtype == graph::DType::f16;
+  });
+  const double peak = all_f16 ? profile_.peak_flops_f16 : profile_.peak_flops_f32;
   for (size_t i : nodes) {
     const Node& n = ig.node(i);
     const OpStats s = op_stats(ig, i);
     flops += s.flops;
+    const std::string cls = anchor_class(ig, i);
+    e.flops_by_class[cls] += s.flops;
+    t_compute += s.flops / (peak * profile_.efficiency(cls));
+    // A layout move (gather, slice, transpose ...) reads at most what it writes: an embedding
+    // lookup reads its rows, not the table.
+    const bool moves = graph::has_trait(n.op, graph::OpTrait::moves_layout);
     for (const auto& in : n.inputs) {
       const int p = ig.producer(in);
       if ((p >= 0 && in_group.count(size_t(p))) || !inputs_seen.insert(in).second) continue;
-      e.boundary_in_bytes += ig.bytes(in);  // read once, however many members use it (7.1.2)
-      if (g.tensor(in).kind == graph::TensorKind::param) params += ig.bytes(in);
+      // read once, however many members use it (7.1.2)
+      const double bytes = moves ? std::min(ig.bytes(in), ig.bytes(n.outputs[0])) : ig.bytes(in);
+      e.boundary_in_bytes += bytes;
+      if (g.tensor(in).kind == graph::TensorKind::param) params += bytes;
     }
     const std::string& out = n.outputs[0];
     bool escapes = ig.is_graph_output(out);
     for (size_t c : ig.consumers(out)) escapes = escapes || !in_group.count(c);
     (escapes ? e.boundary_out_bytes : e.intermediate_bytes) += ig.bytes(out);
-    f16 = f16 && g.tensor(out).dtype == graph::DType::f16;
   }
 
   // Tiling: a tile's intermediates must fit the on-chip budget beside the params.
@@ -208,15 +239,16 @@ GroupEstimate RooflineCostModel::estimate(const IndexedGraph& ig,
   e.flops = flops + extra;
   e.recompute_factor = flops > 0 ? e.flops / flops : 1;
 
-  // 7.3.1 roofline against the level that holds the group's traffic.
+  // 7.3.1 roofline against the level that holds the group's traffic, the peak scaled by the
+  // share the group's anchors attain on this machine (1 where not calibrated).
   const double bw = profile_.level_holding(e.boundary_bytes()).bandwidth_Bps;
-  const double peak = f16 ? profile_.peak_flops_f16 : profile_.peak_flops_f32;
+  const double attained = t_compute > 0 ? flops / t_compute : peak;
   e.intensity = operational_intensity(e.flops, e.boundary_bytes());
-  e.attainable_flops = attainable_performance(peak, e.intensity, bw);
-  e.bound = e.intensity < ridge_point(peak, bw) ? Bound::memory : Bound::compute;
+  e.attainable_flops = attainable_performance(attained, e.intensity, bw);
+  e.bound = e.intensity < ridge_point(attained, bw) ? Bound::memory : Bound::compute;
 
   // 7.4.1 T = max(T_compute, T_memory) + T_overhead, then the fitted correction.
-  e.t_compute_s = e.flops / peak;
+  e.t_compute_s = e.flops / attained;
   e.t_memory_s = e.boundary_bytes() / bw;
   e.t_overhead_s = profile_.launch_overhead_s;
   e.t_total_s = corrected_time(profile_, e);

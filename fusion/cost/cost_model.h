@@ -13,6 +13,7 @@
 // variant (exercise 7.5), and later calibrated or learned models.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -41,11 +42,22 @@ inline constexpr double kDividerFlops = 4;
 
 OpStats op_stats(const graph::IndexedGraph& ig, size_t node);
 
+// The shape class of an anchor, whose attained share of the peak the host profile may know
+// (HardwareProfile::anchor_efficiency): "conv_depthwise" (one channel a group),
+// "conv_pointwise" (1x1, a GEMM over pixels), "conv_spatial" (any other window: 3x3, 7x7,
+// strided, a patch embedding), "gemv" (a linear of one row), "linear" (a weight known at
+// compile time: linear, or matmul by a param), "matmul" (two activations: attention). ""
+// for an op that is no anchor.
+std::string anchor_class(const graph::IndexedGraph& ig, size_t node);
+
 enum class Bound { memory, compute };
 const char* to_string(Bound b);
 
 struct GroupEstimate {
   double flops = 0;               // including stencil recompute
+  // The members' FLOPs by anchor_class ("" for the rest), without stencil recompute: what
+  // a calibration fits the classes' efficiencies on.
+  std::map<std::string, double> flops_by_class;
   double recompute_factor = 1;    // flops / flops without halo recompute
   double boundary_in_bytes = 0;   // inputs and params, read once from global memory
   double boundary_out_bytes = 0;  // outputs consumed outside the group or graph outputs

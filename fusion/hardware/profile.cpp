@@ -133,6 +133,11 @@ HardwareProfile load_profile(const std::string& name_or_path) {
   return profile_from_json(ss.str(), name_or_path);
 }
 
+double HardwareProfile::efficiency(const std::string& anchor_class) const {
+  const auto it = anchor_efficiency.find(anchor_class);
+  return it == anchor_efficiency.end() ? 1.0 : it->second;
+}
+
 std::string profile_to_json(const HardwareProfile& p) {
   json j;
   j["format"] = "opfuse.profile";
@@ -160,6 +165,7 @@ std::string profile_to_json(const HardwareProfile& p) {
   j["alpha_cache"] = p.alpha_cache;
   j["alpha_conflict"] = p.alpha_conflict;
   j["alpha_divergence"] = p.alpha_divergence;
+  if (!p.anchor_efficiency.empty()) j["anchor_efficiency"] = p.anchor_efficiency;
   return j.dump(2) + "\n";
 }
 
@@ -202,6 +208,20 @@ HardwareProfile profile_from_json(const std::string& text, const std::string& so
   p.alpha_cache = num(j, "alpha_cache", source, 0);
   p.alpha_conflict = num(j, "alpha_conflict", source, 0);
   p.alpha_divergence = num(j, "alpha_divergence", source, 0);
+  if (j.contains("anchor_efficiency")) {
+    const json& e = j["anchor_efficiency"];
+    if (!e.is_object()) {
+      throw std::runtime_error(source + ": 'anchor_efficiency' must map anchor classes to shares "
+                               "of the peak");
+    }
+    for (const auto& [cls, v] : e.items()) {
+      if (!v.is_number() || v.get<double>() <= 0 || v.get<double>() > 1) {
+        throw std::runtime_error(source + ": anchor_efficiency." + cls + " must be in (0, 1], is " +
+                                 v.dump());
+      }
+      p.anchor_efficiency[cls] = v.get<double>();
+    }
+  }
   return p;
 }
 

@@ -3,6 +3,7 @@
 // loaded from and saved to JSON.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -54,6 +55,12 @@ struct HardwareProfile {
   // 7.4.1 correction: T_actual = T_fused * (1 + a_cache + a_conflict + a_divergence),
   // fitted from measurements by the exploration tool; 0 until calibrated.
   double alpha_cache = 0, alpha_conflict = 0, alpha_divergence = 0;
+  // The share of peak_flops_f32 opfuse's schedules attain, by anchor class (the cost model's
+  // anchor_class: "conv_depthwise", "conv_pointwise", "conv_spatial", "linear", "gemv",
+  // "matmul"), fitted on this machine from timed groups (bench/networks/calibrate.py); a class
+  // not listed runs at the peak, as the plain roofline assumes.
+  std::map<std::string, double> anchor_efficiency;
+  double efficiency(const std::string& anchor_class) const;
 
   const MemoryLevel& main_memory() const { return levels.back(); }
   // The fastest level whose capacity holds `bytes` (main memory if none does).

@@ -80,6 +80,8 @@ std::string plan_to_json(const FusionPlan& p) {
                       {"unfused_time_s", g.unfused_time_s},
                       {"vector_registers", e.vector_registers},
                       {"onchip_bytes", e.onchip_bytes}};
+    // What a calibration fits the anchor classes' efficiencies on (bench/networks/calibrate.py).
+    jg["estimate"]["flops_by_class"] = e.flops_by_class;
     // The requests; the schedule stage's plan_to_json adds the records they give.
     jg["schedule"] = {{"tile_fraction", g.request.tile_fraction},
                       {"prefetch_distance", g.request.prefetch_distance},

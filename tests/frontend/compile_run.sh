@@ -33,4 +33,27 @@ PY
 head -c 12 /dev/zero > "$work/bad.bin"
 if "$2" run "$model" --input "x=$work/bad.bin" 2> "$work/err.log"; then exit 1; fi
 grep -q "needs 2048" "$work/err.log"
+# The host profile as the planner uses it, and a calibrated copy (bench/networks/calibrate.py
+# writes such): the linears at a fifth of the peak are predicted slower, by the plan's own
+# FLOPs by class.
+"$2" calibrate --host --out "$work/host.json" > /dev/null
+python3 - "$work/host.json" "$work/cal.json" <<'PY'
+import json, sys
+p = json.load(open(sys.argv[1]))
+assert p["format"] == "opfuse.profile" and p["peak_flops_f32"] > 0
+p["anchor_efficiency"] = {"linear": 0.2}
+json.dump(p, open(sys.argv[2], "w"))
+PY
+"$2" plan "$model" --json "$work/host-plan.json" --profile "$work/host.json" > /dev/null
+"$2" plan "$model" --json "$work/cal-plan.json" --profile "$work/cal.json" > /dev/null
+python3 - "$work/host-plan.json" "$work/cal-plan.json" <<'PY'
+import json, sys
+host, cal = (json.load(open(f))["groups"] for f in sys.argv[1:3])
+by_nodes = {tuple(c["nodes"]): c for c in cal}
+lin = [(h, by_nodes[tuple(h["nodes"])]) for h in host
+       if h["estimate"]["flops_by_class"].get("linear", 0) > 0 and tuple(h["nodes"]) in by_nodes]
+assert lin, "no group with a linear"
+for h, c in lin:
+    assert c["estimate"]["t_compute_s"] > 2 * h["estimate"]["t_compute_s"], (h, c)
+PY
 echo "1 passed, 0 failed"

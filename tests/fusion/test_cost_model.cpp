@@ -195,6 +195,65 @@ TEST_CASE("correction factors scale the prediction, each on the groups it applie
   CHECK(RooflineCostModel(p).estimate(ig, mem).t_total_s == doctest::Approx(m0.t_total_s * 1.25));
 }
 
+TEST_CASE("anchor classes: each anchor's calibrated share of the peak scales its compute time") {
+  GraphBuilder b("classes");
+  const auto x = b.input("x", {1, 32, 28, 28}, Layout::NCHW);
+  const Conv2dOptions same{{1, 1}, {1, 1, 1, 1}, {1, 1}, 1};
+  Conv2dOptions dw = same;
+  dw.groups = 32;
+  b.output(b.conv2d(x, b.param("w3", {32, 32, 3, 3}), same));  // 0: 3x3
+  b.output(b.conv2d(x, b.param("w1", {64, 32, 1, 1})));         // 1: 1x1
+  b.output(b.conv2d(x, b.param("wd", {32, 1, 3, 3}), dw));      // 2: depthwise
+  const auto a = b.input("a", {128, 64});
+  b.output(b.linear(a, b.param("wl", {64, 256})));                  // 3
+  b.output(b.linear(b.input("v", {1, 64}), b.param("wv", {64, 256})));  // 4: one row
+  b.output(b.matmul(a, b.input("bt", {64, 128})));                  // 5: two activations
+  b.output(b.relu(x));                                              // 6
+  const Graph g = b.build();
+  const IndexedGraph ig(g);
+  const std::vector<std::string> want{"conv_spatial", "conv_pointwise", "conv_depthwise",
+                                      "linear",       "gemv",           "matmul", ""};
+  for (size_t i = 0; i < want.size(); ++i) {
+    CAPTURE(i);
+    CHECK(anchor_class(ig, g.topo_order()[i]) == want[i]);
+  }
+  // Compute-bound on a flat profile: a class at a quarter of the peak takes 4x as long; the
+  // other classes are unchanged, and the group's FLOPs are listed by class.
+  HardwareProfile p = flat_profile(1e12, 1e15);
+  const size_t conv3 = g.topo_order()[0], lin = g.topo_order()[3];
+  const GroupEstimate c0 = RooflineCostModel(p).estimate(ig, {conv3});
+  const GroupEstimate l0 = RooflineCostModel(p).estimate(ig, {lin});
+  REQUIRE(c0.bound == Bound::compute);
+  CHECK(c0.flops_by_class.at("conv_spatial") == c0.flops);
+  p.anchor_efficiency["conv_spatial"] = 0.25;
+  const GroupEstimate c1 = RooflineCostModel(p).estimate(ig, {conv3});
+  CHECK(c1.t_compute_s == doctest::Approx(4 * c0.t_compute_s));
+  CHECK(c1.attainable_flops == doctest::Approx(0.25e12));
+  CHECK(RooflineCostModel(p).estimate(ig, {lin}).t_compute_s == doctest::Approx(l0.t_compute_s));
+  // Round trip, and a share outside (0, 1] is refused by name.
+  const HardwareProfile back = profile_from_json(profile_to_json(p), "cal.json");
+  CHECK(back.efficiency("conv_spatial") == 0.25);
+  CHECK(back.efficiency("linear") == 1.0);
+  std::string bad = profile_to_json(p);
+  bad.replace(bad.find("0.25"), 4, "1.5");
+  CHECK_THROWS_WITH_AS(profile_from_json(bad, "cal.json"),
+                       doctest::Contains("anchor_efficiency.conv_spatial must be in (0, 1]"),
+                       std::runtime_error);
+}
+
+TEST_CASE("an embedding lookup reads the rows it gathers, not its table") {
+  GraphBuilder b("embed");
+  const auto table = b.param("table", {30000, 256});
+  const auto ids = b.input("ids", {1, 64}, Layout::none, DType::i64);
+  b.output(b.gather(table, ids, 0));
+  const Graph g = b.build();
+  const IndexedGraph ig(g);
+  const GroupEstimate e = RooflineCostModel(flat_profile(1e12, 1e11)).estimate(ig, all_nodes(ig));
+  // 64 rows of 256 floats read (and written), the indices' 512 bytes: not the 30 MB table.
+  CHECK(e.boundary_in_bytes == doctest::Approx(64 * 256 * 4 + 64 * 8));
+  CHECK(e.boundary_out_bytes == doctest::Approx(64 * 256 * 4));
+}
+
 TEST_CASE("profiles: built-ins, JSON round trip, clear errors") {
   for (const auto& name : builtin_profile_names()) {
     CAPTURE(name);
