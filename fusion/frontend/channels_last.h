@@ -20,9 +20,11 @@
 
 namespace opfuse::fusion {
 
-// Rewrites a validated graph in place when it has at least `min_convs` NCHW convolutions (a
-// lone patch embedding, as in a ViT, gains nothing between two transposes); returns one log
-// line per change, none when it left the graph alone.
-std::vector<std::string> to_channels_last(graph::Graph& g, int min_convs = 4);
+// Rewrites a validated graph in place when it has at least `min_convs` NCHW convolutions;
+// returns one log line per change, none when it left the graph alone. One is enough: even a
+// lone patch embedding between two transposes gains (ViT-Tiny's 16x16 stride-16 conv, 3 -> 192
+// channels, with its group: 730 us NCHW, its vectors along W gathering inputs 16 apart, against
+// 217 us NHWC with the transposes, on 2 Zen 5 cores).
+std::vector<std::string> to_channels_last(graph::Graph& g, int min_convs = 1);
 
 }  // namespace opfuse::fusion
