@@ -100,3 +100,29 @@ TEST_CASE("channels-last leaves a graph with fewer convolutions than asked, and 
   CHECK(fusion::to_channels_last(twice).empty());  // already NHWC: nothing to convert
   CHECK(twice == once);
 }
+
+TEST_CASE("channels-last takes a lone patch embedding too, and keeps its values") {
+  // ViT's stem: a 4x4 stride-4 convolution, flattened to tokens. NCHW it vectorises along the
+  // output row with inputs 4 apart; NHWC along its 32 output channels.
+  graph::GraphBuilder b("patches");
+  graph::Conv2dOptions patch;
+  patch.strides = {4, 4};
+  auto x = b.input("x", {1, 3, 16, 16});
+  auto p = b.conv2d(x, b.param("w", {32, 3, 4, 4}), patch, b.param("b", {32}));
+  b.output(b.transpose(b.reshape(p, {1, 32, 16}), {0, 2, 1}));
+  const graph::Graph before = b.build();
+  graph::Graph after = before;
+  CHECK_FALSE(fusion::to_channels_last(after).empty());
+  bool nhwc = false;
+  for (const auto& n : after.nodes()) {
+    if (n.op == "conv2d") nhwc = graph::attr_string(n, "layout", "") == "NHWC";
+  }
+  CHECK(nhwc);
+  const graph::TensorMap in = graph::random_inputs(before, 3);
+  const graph::TensorMap want = reference::run(before, in);
+  const graph::TensorMap got = reference::run(after, in);
+  for (const auto& o : before.outputs()) {
+    const auto r = reference::compare(got.at(o).data, want.at(o).data, reference::kGraphTolerance);
+    CHECK_MESSAGE(r.ok(), r.summary());
+  }
+}
