@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <map>
 #include <mutex>
+#include <set>
 #include <stdexcept>
 #include <thread>
 
@@ -109,15 +110,14 @@ std::vector<Func> root_funcs(const std::vector<Func>& outputs) {
     for (const auto& [name, fn] : Internal::find_direct_calls(f)) todo.push_back(fn);
     for (const auto& [name, ptr] : f.wrappers()) todo.emplace_back(ptr);
   }
-  std::vector<Func> roots(outputs);
+  std::set<std::string> output_names;
+  for (const Func& f : outputs) output_names.insert(f.name());
+  std::vector<Func> roots;
   for (const auto& [name, fn] : all) {
-    if (std::any_of(outputs.begin(), outputs.end(), [&](const Func& o) { return o.name() == name; })) {
-      continue;
-    }
     // Scheduling is done: the levels are fixed as lowering would fix them.
     LoopLevel at = fn.schedule().compute_level();
     at.lock();
-    if (at.is_root()) roots.emplace_back(fn);
+    if (output_names.count(name) || at.is_root()) roots.emplace_back(fn);
   }
   return roots;
 }

@@ -157,7 +157,8 @@ int main(int argc, char** argv) {
     if (*check_cmd) return opfuse::tools::check_graph(graph_path, run_reference, check_dims);
     if (*zoo_cmd) return opfuse::tools::write_zoo(zoo_dir);
     if (*plan_cmd) return opfuse::tools::plan_command(plan);
-    if (*calibrate_cmd) return opfuse::tools::calibrate_command(calibrate_out, calibrate_quick, calibrate_host);
+    if (*calibrate_cmd)
+      return opfuse::tools::calibrate_command(calibrate_out, calibrate_quick, calibrate_host);
     if (*compile_cmd) return opfuse::tools::compile_command(compile, OPFUSE_GENERATOR);
   } catch (const std::exception& e) {
     std::cerr << "opfuse: " << e.what() << "\n";

@@ -11,7 +11,6 @@
 // compile --shared` built from MODEL (runtime::Model) instead of the JIT, to check and time the
 // artefact itself. Never loads PoCL (JIT process).
 #include <CLI/CLI.hpp>
-#include <nlohmann/json.hpp>
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -19,6 +18,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <thread>
 
@@ -308,12 +308,14 @@ int main(int argc, char** argv) {
       std::vector<std::vector<double>> per_group;  // [slot][run]
       std::vector<schedules::GroupTime> times;
       const auto t0 = std::chrono::steady_clock::now();
-      for (int r = 0; r < 20 || std::chrono::duration<double>(
-                                    std::chrono::steady_clock::now() - t0).count() < 1.0;
+      for (int r = 0;
+           r < 20 ||
+           std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() < 1.0;
            ++r) {
         const auto start = std::chrono::steady_clock::now();
         jit->run();
-        double rest = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        double rest =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         times = schedules::times_by_group(g, plan, jit->root_seconds());
         per_group.resize(times.size());
         for (size_t i = 0; i < times.size(); ++i) {
@@ -330,15 +332,17 @@ int main(int argc, char** argv) {
         times[i].measured_s = v[v.size() / 2];
         total += times[i].measured_s;
       }
-      std::printf("per group (each group's productions timed, median of %d runs, %.3f ms a run; "
-                  "predicted by the %s model on %s):\n", runs, total * 1e3, plan.cost_model.c_str(),
-                  plan.profile.c_str());
+      std::printf(
+          "per group (each group's productions timed, median of %d runs, %.3f ms a run; "
+          "predicted by the %s model on %s):\n",
+          runs, total * 1e3, plan.cost_model.c_str(), plan.profile.c_str());
       std::printf("  %-4s %-11s %12s %12s %9s  %s\n", "grp", "kind", "measured us",
                   "predicted us", "meas/pred", "nodes");
       for (const auto& t : times) {
         if (t.group < 0) {
-          std::printf("  %-4s %-11s %12.1f %12s %9s  (output copies, allocations, the pipeline's start)\n", "-",
-                      "other", t.measured_s * 1e6, "-", "-");
+          std::printf(
+              "  %-4s %-11s %12.1f %12s %9s  (output copies, allocations, the pipeline's start)\n",
+              "-", "other", t.measured_s * 1e6, "-", "-");
           continue;
         }
         const fusion::FusedGroup& grp = plan.groups[size_t(t.group)];

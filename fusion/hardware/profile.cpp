@@ -211,7 +211,8 @@ HardwareProfile profile_from_json(const std::string& text, const std::string& so
   if (j.contains("anchor_efficiency")) {
     const json& e = j["anchor_efficiency"];
     if (!e.is_object()) {
-      throw std::runtime_error(source + ": 'anchor_efficiency' must map anchor classes to shares "
+      throw std::runtime_error(source +
+                               ": 'anchor_efficiency' must map anchor classes to shares "
                                "of the peak");
     }
     for (const auto& [cls, v] : e.items()) {

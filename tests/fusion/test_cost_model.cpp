@@ -202,17 +202,17 @@ TEST_CASE("anchor classes: each anchor's calibrated share of the peak scales its
   Conv2dOptions dw = same;
   dw.groups = 32;
   b.output(b.conv2d(x, b.param("w3", {32, 32, 3, 3}), same));  // 0: 3x3
-  b.output(b.conv2d(x, b.param("w1", {64, 32, 1, 1})));         // 1: 1x1
-  b.output(b.conv2d(x, b.param("wd", {32, 1, 3, 3}), dw));      // 2: depthwise
+  b.output(b.conv2d(x, b.param("w1", {64, 32, 1, 1})));        // 1: 1x1
+  b.output(b.conv2d(x, b.param("wd", {32, 1, 3, 3}), dw));     // 2: depthwise
   const auto a = b.input("a", {128, 64});
-  b.output(b.linear(a, b.param("wl", {64, 256})));                  // 3
+  b.output(b.linear(a, b.param("wl", {64, 256})));                      // 3
   b.output(b.linear(b.input("v", {1, 64}), b.param("wv", {64, 256})));  // 4: one row
-  b.output(b.matmul(a, b.input("bt", {64, 128})));                  // 5: two activations
-  b.output(b.relu(x));                                              // 6
+  b.output(b.matmul(a, b.input("bt", {64, 128})));                      // 5: two activations
+  b.output(b.relu(x));                                                  // 6
   const Graph g = b.build();
   const IndexedGraph ig(g);
-  const std::vector<std::string> want{"conv_spatial", "conv_pointwise", "conv_depthwise",
-                                      "linear",       "gemv",           "matmul", ""};
+  const std::vector<std::string> want{
+      "conv_spatial", "conv_pointwise", "conv_depthwise", "linear", "gemv", "matmul", ""};
   for (size_t i = 0; i < want.size(); ++i) {
     CAPTURE(i);
     CHECK(anchor_class(ig, g.topo_order()[i]) == want[i]);

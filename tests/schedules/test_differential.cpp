@@ -438,7 +438,8 @@ TEST_CASE("a timed run's time per group: each root Func's production goes to its
   schedules::CompiledPlan k(g, plan, graph::random_inputs(g, 1), {}, true);
   const auto start = std::chrono::steady_clock::now();
   k.run();
-  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double wall =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const auto real = schedules::times_by_group(g, plan, k.root_seconds());
   double sum = 0;
   for (const auto& x : real) {
