@@ -63,7 +63,17 @@ Region region_of(const Shape& s) {
 
 class Lowerer {
  public:
-  Lowerer(const Graph& g, LoweredGraph& out) : g_(g), out_(out) {}
+  // The pipeline's own names are taken first: Halide keys bounds by name, so a node Func named
+  // as an argument buffer (the dynamo exporter's node 'linear_11_bias' beside its weight
+  // 'linear_11.bias') mixes their boxes and fails inside bounds inference.
+  Lowerer(const Graph& g, LoweredGraph& out) : g_(g), out_(out) {
+    for (const auto& name : g.tensor_names()) {
+      if (g.tensor(name).kind == graph::TensorKind::intermediate) continue;
+      used_.insert(halide_safe_name(name));
+      used_.insert(out.tensors.at(name).name());
+    }
+    for (const auto& name : g.outputs()) used_.insert(halide_safe_name(name) + "_out");
+  }
 
   void lower_node(const Node& n) {
     funcs_.clear();

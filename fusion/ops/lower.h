@@ -44,8 +44,6 @@ LoweredGraph lower(const graph::Graph& g, const std::map<std::string, Halide::Fu
 Halide::Expr at(const Halide::Func& f, const std::vector<Halide::Expr>& idx);
 // The Vars of a tensor of rank `rank`, row-major order, named after `prefix`.
 std::vector<Halide::Var> make_vars(size_t rank, const std::string& prefix = "d");
-// A Halide-safe name: graph names (e.g. ONNX's "/layer1/Conv") may hold characters Halide
-// reserves; everything but [A-Za-z0-9_] becomes '_'.
 // The Halide type a tensor of `d` is stored in (inputs, params and outputs of a pipeline).
 Halide::Type halide_type(graph::DType d);
 
