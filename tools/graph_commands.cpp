@@ -433,18 +433,6 @@ int compile_command(const CompileCommand& c, const std::string& generator) {
   }
   std::string weights = c.weights;
   if (weights == "auto") weights = weight_bytes <= c.embed_limit_mib * 1048576.0 ? "embed" : "file";
-  if (c.weights == "auto" && weights == "file") {
-    // Halide 21's bounds inference fails (an internal error in merge_boxes) on the BERT-shaped
-    // encoder when its weights are buffer arguments, as a weights file makes them: try, and
-    // embed them where it does.
-    try {
-      return build_library(c, generator, name, target, "file", weight_bytes, fixed);
-    } catch (const std::runtime_error& e) {
-      std::printf("the weights file build failed (%s); embedding the weights instead\n", e.what());
-      for (const char* f : {".weights", "_entry.cpp", ".h"}) fs::remove(c.out_dir + "/" + name + f);
-      weights = "embed";
-    }
-  }
   return build_library(c, generator, name, target, weights, weight_bytes, fixed);
 }
 
