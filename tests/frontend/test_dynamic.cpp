@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "fusion/frontend/dynamic.h"
+#include "fusion/frontend/load_model.h"
 #include "fusion/graph/host_tensor.h"
 #include "fusion/graph/onnx_import.h"
 #include "fusion/reference/compare.h"
@@ -118,6 +119,16 @@ TEST_CASE("the corpus's dynamic-batch exports are separable, shape arithmetic an
     INFO(path, ": ", b.why_not);
     CHECK(b.separable);
     CHECK(b.inputs == std::vector<std::string>{"x"});
+    // One weights file serves every size: the same weights at batch 1, where the class
+    // token's expand copies nothing, as at 3.
+    const graph::Graph at1 = fusion::load_model(path, {{"batch", 1}});
+    const graph::Graph at3 = fusion::load_model(path, {{"batch", 3}});
+    CHECK(at1.params() == at3.params());
+    for (const auto& name : at1.params()) {
+      CAPTURE(name);
+      REQUIRE(at3.has_tensor(name));
+      CHECK(at1.tensor(name).shape == at3.tensor(name).shape);
+    }
   }
   std::filesystem::remove_all(dir);
 }
