@@ -167,8 +167,12 @@ def main():
             if a.aot:  # built once; every round runs them
                 for strategy in ["fused"] + (["unfused"] if a.unfused else []):
                     d = os.path.join(work, strategy)
-                    subprocess.run([a.opfuse, "compile", path, "--shared", "--strategy", strategy,
-                                    "--out", d, "--name", "net"], capture_output=True, check=True)
+                    built = subprocess.run([a.opfuse, "compile", path, "--shared", "--strategy",
+                                            strategy, "--out", d, "--name", "net"],
+                                           capture_output=True, text=True)
+                    if built.returncode != 0:
+                        sys.stdout.write(built.stdout + built.stderr)
+                        raise SystemExit(f"{path}: opfuse compile ({strategy}) failed")
                     libs[strategy] = os.path.join(d, "net.so")
             unf_plan = None
             if a.unfused and not a.aot:  # the same emitter on the unfused plan
