@@ -25,6 +25,7 @@ gelu_erf: (div | mul) -> erf -> add -> mul -> mul
 silu: sigmoid -> mul
 relu6: clamp
 linear: matmul -> add
+conv_bn: conv2d -> batch_norm
 )",
                                                      "canonical rules");
   return rules;
@@ -109,6 +110,7 @@ class Rewriter {
       return unary("relu6", n[0]->inputs[0], *n[0]);
     }
     if (rule == "linear") return linear(n);
+    if (rule == "conv_bn") return conv_bn(n);
     return std::nullopt;
   }
 
@@ -205,6 +207,65 @@ class Rewriter {
     r.op = "linear";
     r.inputs = {mm.inputs[0], w, bias};
     r.outputs = add.outputs;
+    return r;
+  }
+
+  // An inference batch norm after a convolution with constant weights, folded into them:
+  // with s = gamma / sqrt(var + eps) per output channel, W' = W s and b' = (b - mean) s + beta
+  // (PyTorch's TorchScript export does this itself; the dynamo exporter keeps the norm, as do
+  // ONNX Runtime's and OpenVINO's inputs, which fold it at load). The fused group then does
+  // no per-element multiply-add and reads no four vectors of norm parameters.
+  std::optional<Node> conv_bn(const std::vector<const Node*>& n) {
+    const Node &conv = *n[0], &bn = *n[1];
+    if (bn.inputs[0] != out(&conv)) return std::nullopt;
+    for (size_t i = 1; i < conv.inputs.size(); ++i) {
+      if (!is_param(conv.inputs[i])) return std::nullopt;
+    }
+    for (size_t i = 1; i < 5; ++i) {
+      if (!is_param(bn.inputs[i])) return std::nullopt;
+    }
+    const Tensor &x = g_.tensor(conv.inputs[0]), &w = g_.tensor(conv.inputs[1]);
+    const Tensor& y = g_.tensor(out(&conv));
+    const int c_axis = graph::conv2d_window(conv, x, w).c_axis();
+    const int64_t default_axis = y.layout == graph::Layout::NHWC ? 3 : 1;
+    if (graph::normalize_axis(bn, graph::attr_int(bn, "axis", default_axis), y.shape.size()) !=
+        c_axis) {
+      return std::nullopt;
+    }
+    const double eps = graph::attr_float(bn, "epsilon", 1e-5);
+    const graph::HostTensor gamma = graph::param_values(g_.tensor(bn.inputs[1])),
+                            beta = graph::param_values(g_.tensor(bn.inputs[2])),
+                            mean = graph::param_values(g_.tensor(bn.inputs[3])),
+                            var = graph::param_values(g_.tensor(bn.inputs[4]));
+    const int64_t cout = w.shape[0];
+    const graph::HostTensor wv = graph::param_values(w);
+    const size_t per = wv.data.size() / size_t(cout);  // [Cout, Cin/groups, KH, KW]
+    Tensor w2;
+    w2.name = bn.name + "_folded_weight";
+    w2.kind = graph::TensorKind::param;
+    w2.shape = w.shape;
+    w2.data.resize(wv.data.size());
+    Tensor b2;
+    b2.name = bn.name + "_folded_bias";
+    b2.kind = graph::TensorKind::param;
+    b2.shape = {cout};
+    b2.data.resize(size_t(cout));
+    const std::vector<float> b = conv.inputs.size() == 3
+                                     ? graph::param_values(g_.tensor(conv.inputs[2])).data
+                                     : std::vector<float>(size_t(cout), 0.0f);
+    for (size_t c = 0; c < size_t(cout); ++c) {
+      const double scale = double(gamma.data[c]) / std::sqrt(double(var.data[c]) + eps);
+      for (size_t k = 0; k < per; ++k) {
+        w2.data[c * per + k] = float(double(wv.data[c * per + k]) * scale);
+      }
+      b2.data[c] = float((double(b[c]) - double(mean.data[c])) * scale + double(beta.data[c]));
+    }
+    Node r = conv;
+    r.name = bn.name;
+    r.inputs = {conv.inputs[0], w2.name, b2.name};
+    r.outputs = bn.outputs;
+    added_.push_back(std::move(w2));
+    added_.push_back(std::move(b2));
     return r;
   }
 

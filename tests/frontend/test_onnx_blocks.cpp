@@ -89,6 +89,58 @@ TEST_CASE("a rewrite does not fire when an inner value is used elsewhere or a co
   CHECK(g2.nodes()[0].op == "clamp");
 }
 
+TEST_CASE("a batch norm after a convolution is folded into its weights") {
+  using opfuse::testing::random_values;
+  // Conv (with and without a bias; dense and depthwise) -> BatchNormalization -> Relu, as the
+  // dynamo exporter writes a torchvision block.
+  for (const auto& [groups, bias] :
+       std::vector<std::pair<int64_t, bool>>{{1, true}, {1, false}, {8, false}}) {
+    CAPTURE(groups);
+    CAPTURE(bias);
+    OnnxModel om(20);
+    om.input("x", {1, 8, 10, 10});
+    om.init("w", {16, 8 / groups, 3, 3},
+            random_values(size_t(16 * 8 / groups * 9), -0.3f, 0.3f, 1));
+    std::vector<std::string> conv_in = {"x", "w"};
+    if (bias) {
+      om.init("b", {16}, random_values(16, -0.2f, 0.2f, 2));
+      conv_in.push_back("b");
+    }
+    auto* c = om.node("Conv", "conv", conv_in, "c");
+    OnnxModel::ints(c, "pads", {1, 1, 1, 1});
+    OnnxModel::i(c, "group", groups);
+    om.init("gamma", {16}, random_values(16, 0.5f, 1.5f, 3));
+    om.init("beta", {16}, random_values(16, -0.5f, 0.5f, 4));
+    om.init("mean", {16}, random_values(16, -0.5f, 0.5f, 5));
+    om.init("var", {16}, random_values(16, 0.2f, 2.0f, 6));
+    OnnxModel::f(om.node("BatchNormalization", "bn", {"c", "gamma", "beta", "mean", "var"}, "n"),
+                 "epsilon", 1e-3f);
+    om.node("Relu", "relu", {"n"}, "y");
+    om.output("y");
+    const graph::Graph raw = graph::import_onnx_bytes(om.bytes(), "conv_bn.onnx");
+    graph::Graph g = raw;
+    CHECK(fired(fusion::canonicalize(g)) == std::map<std::string, int>{{"conv_bn", 1}});
+    REQUIRE(g.nodes().size() == 2);
+    CHECK(g.nodes()[0].op == "conv2d");
+    CHECK(g.nodes()[0].inputs.size() == 3);
+    const graph::TensorMap in = graph::random_inputs(raw, 5);
+    const auto c_ref = reference::compare(reference::run(g, in).at("y").data,
+                                          reference::run(raw, in).at("y").data, {1e-5, 1e-5});
+    CHECK_MESSAGE(c_ref.ok(), c_ref.summary());
+  }
+  // Not with a norm's statistics given at run time.
+  OnnxModel om(20);
+  om.input("x", {1, 4, 6, 6});
+  om.input("var", {4});
+  om.init("w", {4, 4, 1, 1}, random_values(16, -0.3f, 0.3f, 1));
+  om.node("Conv", "conv", {"x", "w"}, "c");
+  for (const char* p : {"gamma", "beta", "mean"}) om.init(p, {4}, random_values(4, 0.5f, 1.5f, 2));
+  om.node("BatchNormalization", "bn", {"c", "gamma", "beta", "mean", "var"}, "y");
+  om.output("y");
+  graph::Graph g = graph::import_onnx_bytes(om.bytes(), "conv_bn_input.onnx");
+  CHECK(fusion::canonicalize(g).empty());
+}
+
 TEST_CASE("unsupported ONNX is refused with the op, the node and the opset") {
   OnnxModel om(13);
   om.input("x", {4, 8});
