@@ -74,8 +74,8 @@ aot() {
   grep -q "reference: match" "$work/ocl_run.log" || { cat "$work/ocl_run.log"; exit 1; }
   passed=$(( passed + 1 ))
   if [ -n "${1:-}" ]; then
-    # ViT-Tiny's host-cuda build is left out: it takes 16 minutes (Halide lowering its
-    # one-thread-per-point kernels), beyond this suite's budget.
+    # ViT-Tiny's host-cuda build is left out: it takes 16 minutes (README, Limits), beyond this
+    # suite's budget.
     for m in resnet18_dynamo mobilenet_v2_dynamo efficientnet_b0_dynamo bert_encoder_dynamo gpt2_block_dynamo; do
       "$OPFUSE" compile "$work/models/$m.onnx" --target host-cuda --out "$work/cuda" > "$work/cuda.log" 2>&1 ||
         { cat "$work/cuda.log"; exit 1; }
