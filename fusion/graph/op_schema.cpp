@@ -234,6 +234,10 @@ int normalize_axis(const Node& n, int64_t axis, size_t rank) {
   return int(axis < 0 ? axis + r : axis);
 }
 
+int batch_norm_axis(const Node& n, const Tensor& x) {
+  return normalize_axis(n, attr_int(n, "axis", x.layout == Layout::NHWC ? 3 : 1), x.shape.size());
+}
+
 Layout op_layout(const Node& n, const Tensor& x) {
   const std::string s = attr_string(n, "layout", "");
   if (!s.empty()) {
@@ -528,8 +532,7 @@ std::vector<Shape> infer_shapes(const Node& n, const std::vector<const Tensor*>&
     return {x.shape};
   }
   if (op == "batch_norm") {
-    const int64_t default_axis = x.layout == Layout::NHWC ? 3 : 1;
-    const int axis = normalize_axis(n, attr_int(n, "axis", default_axis), x.shape.size());
+    const int axis = batch_norm_axis(n, x);
     const char* roles[] = {"gamma", "beta", "mean", "var"};
     for (int i = 1; i < 5; ++i) require_vector(n, *in[i], x.shape[axis], roles[i - 1]);
     if (attr_float(n, "epsilon", 1e-5) < 0) fail(n, "attribute 'epsilon' must be >= 0");

@@ -70,6 +70,8 @@ std::vector<int64_t> attr_ints(const Node& n, const std::string& key,
 
 // Normalises a possibly negative axis for a tensor of `rank` dims; GraphError if out of range.
 int normalize_axis(const Node& n, int64_t axis, size_t rank);
+// The channel axis a batch_norm `n` on `x` normalises: attr "axis", else x's channel axis.
+int batch_norm_axis(const Node& n, const Tensor& x);
 
 struct Window2d {  // conv and pooling geometry
   Layout layout = Layout::NCHW;

@@ -305,8 +305,7 @@ class Lowerer {
 
   Func batch_norm(const Node& n) {
     const graph::Tensor& x = g_.tensor(n.inputs[0]);
-    const int axis = graph::normalize_axis(
-        n, graph::attr_int(n, "axis", x.layout == graph::Layout::NHWC ? 3 : 1), vars_.size());
+    const int axis = graph::batch_norm_axis(n, x);
     const float eps = float(graph::attr_float(n, "epsilon", 1e-5));
     // y = (x - mean) * gamma / sqrt(var + eps) + beta; the per-channel factor is its own Func
     // so that a schedule can compute it once.

@@ -227,11 +227,8 @@ class Rewriter {
       if (!is_param(bn.inputs[i])) return std::nullopt;
     }
     const Tensor &x = g_.tensor(conv.inputs[0]), &w = g_.tensor(conv.inputs[1]);
-    const Tensor& y = g_.tensor(out(&conv));
-    const int c_axis = graph::conv2d_window(conv, x, w).c_axis();
-    const int64_t default_axis = y.layout == graph::Layout::NHWC ? 3 : 1;
-    if (graph::normalize_axis(bn, graph::attr_int(bn, "axis", default_axis), y.shape.size()) !=
-        c_axis) {
+    if (graph::batch_norm_axis(bn, g_.tensor(out(&conv))) !=
+        graph::conv2d_window(conv, x, w).c_axis()) {
       return std::nullopt;
     }
     const double eps = graph::attr_float(bn, "epsilon", 1e-5);

@@ -287,10 +287,9 @@ HostTensor run_node(const Graph& g, const Node& n, const std::vector<const HostT
     return y;
   }
   if (op == "bias_add" || op == "batch_norm") {
-    const int64_t fallback = op == "bias_add"                                      ? 1
-                             : g.tensor(n.inputs[0]).layout == graph::Layout::NHWC ? 3
-                                                                                   : 1;
-    const int axis = graph::normalize_axis(n, graph::attr_int(n, "axis", fallback), x.shape.size());
+    const int axis = op == "bias_add"
+                         ? graph::normalize_axis(n, graph::attr_int(n, "axis", 1), x.shape.size())
+                         : graph::batch_norm_axis(n, g.tensor(n.inputs[0]));
     const double eps = graph::attr_float(n, "epsilon", 1e-5);
     HostTensor y(out_shape);
     for_each_index(out_shape, [&](const Index& o, int64_t flat) {
