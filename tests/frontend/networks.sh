@@ -28,11 +28,14 @@ work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 passed=0
 # Each corpus network NAME... written (224x224 images; both exporters) to $work/models and run
-# fused through the JIT against the reference executor and ONNX Runtime.
+# fused against the reference executor and ONNX Runtime: through the JIT, or with --aot through
+# its library (`opfuse compile --shared`).
 compare_corpus() {
+  local aot=()
+  [ "$1" = --aot ] && { aot=(--aot); shift; }
   for n in "$@"; do "$WRITE" "$work/models" 224 "$n" > /dev/null; done
   local models=("$work"/models/*.onnx)
-  "$venv/bin/python" "$SRC/bench/onnx/compare_ort.py" --opfuse "$OPFUSE" --reps 3 --check \
+  "$venv/bin/python" "$SRC/bench/onnx/compare_ort.py" --opfuse "$OPFUSE" "${aot[@]}" --reps 3 --check \
     --out "$work/networks.json" "${models[@]}"
   passed=$(( passed + ${#models[@]} ))
 }
@@ -41,13 +44,7 @@ aot() {
   # Every corpus network in both exporters' styles compiled ahead of time (`opfuse compile
   # --shared`, the default weights: embedded up to 128 MiB, else a weights file), run through
   # its library, and checked against the reference executor and ONNX Runtime.
-  for n in resnet18 mobilenet_v2 efficientnet_b0 vit_tiny bert_encoder gpt2_block; do
-    "$WRITE" "$work/models" 224 "$n" > /dev/null
-  done
-  local models=("$work"/models/*.onnx)
-  "$venv/bin/python" "$SRC/bench/onnx/compare_ort.py" --opfuse "$OPFUSE" --aot --reps 3 --check \
-    --out "$work/aot.json" "${models[@]}"
-  passed=$(( passed + ${#models[@]} ))
+  compare_corpus --aot resnet18 mobilenet_v2 efficientnet_b0 vit_tiny bert_encoder gpt2_block
   # The libraries' interfaces: ResNet-18 (47 MB of weights) embeds them; the BERT-shaped
   # encoder (144 MB) and the GPT-2 block (186 MB), beyond the 128 MiB line, load them from a
   # weights file and pass them to the kernel as arguments.
