@@ -64,10 +64,10 @@ class GraphGenerator : public Generator<GraphGenerator> {
   // Sizes of the model's symbolic dimensions, "batch:4[,other:N]" (a generator parameter's
   // value holds no '='): the graph is built at them.
   GeneratorParam<std::string> dims{"dims", ""};
-  // A dynamic dimension's library, "SYMBOL:MIN..MAX:B1,B2,..." (a batch, served at every size
-  // by slices) or "SYMBOL:exact:S1,S2,..." (those sizes): one generator run per size, each
-  // making NAME_b<size>_impl; the one with weights_out writes the entry point that calls
-  // them (generators/weights_entry.h).
+  // A dynamic library's dimensions, "SYMBOL:MIN..MAX:B1,B2,..." (a batch, served at every size
+  // by slices) or "SYMBOL:exact:S1,S2,..." (those sizes), several joined by ';': one generator
+  // run per combination of sizes, each making NAME_b<size>[x<size>...]_impl; the one with
+  // weights_out writes the entry point that calls them (generators/weights_entry.h).
   GeneratorParam<std::string> dispatch{"dispatch", ""};
 
   void configure() {
@@ -129,56 +129,61 @@ class GraphGenerator : public Generator<GraphGenerator> {
       args_.push_back({name, c_name, generators::PipelineArg::output, type});
     }
     if (dispatch_) {
-      for (const auto& a : args_) {
-        if (a.kind == generators::PipelineArg::weight) continue;
-        const graph::Shape &s1 = graph_.tensor(a.tensor).shape, &s2 = other_.tensor(a.tensor).shape;
-        _halide_user_assert(s1.size() == s2.size())
-            << "opfuse graph generator: '" << a.tensor << "' changes rank with " << dispatch_->symbol;
-        for (size_t ax = 0; ax < s1.size(); ++ax) {
-          if (s1[ax] == s2[ax]) continue;
-          // The runtime and the entry point know an axis as the size itself, nothing else.
-          _halide_user_assert(s1[ax] == bindings_.at(dispatch_->symbol) && s2[ax] == other_size_)
-              << "opfuse graph generator: '" << a.tensor << "' axis " << ax << " is " << s1[ax]
-              << " at " << dispatch_->symbol << " = " << bindings_.at(dispatch_->symbol)
-              << ": an axis of a dynamic library's argument must be the size itself";
-          dispatch_->axes[a.c_name].push_back(int(ax));
+      for (size_t k = 0; k < dispatch_->dims.size(); ++k) {
+        const std::string& symbol = dispatch_->dims[k].symbol;
+        const auto& [other, other_size] = others_[k];
+        for (const auto& a : args_) {
+          if (a.kind == generators::PipelineArg::weight) continue;
+          const graph::Shape &s1 = graph_.tensor(a.tensor).shape,
+                             &s2 = other.tensor(a.tensor).shape;
+          _halide_user_assert(s1.size() == s2.size())
+              << "opfuse graph generator: '" << a.tensor << "' changes rank with " << symbol;
+          auto& axes = dispatch_->axes[a.c_name];
+          axes.resize(dispatch_->dims.size());
+          for (size_t ax = 0; ax < s1.size(); ++ax) {
+            if (s1[ax] == s2[ax]) continue;
+            // The runtime and the entry point know an axis as the size itself, nothing else.
+            _halide_user_assert(s1[ax] == bindings_.at(symbol) && s2[ax] == other_size)
+                << "opfuse graph generator: '" << a.tensor << "' axis " << ax << " is " << s1[ax]
+                << " at " << symbol << " = " << bindings_.at(symbol)
+                << ": an axis of a dynamic library's argument must be the size itself";
+            axes[k].push_back(int(ax));
+          }
         }
       }
     }
   }
 
-  // A dispatch's function: the model built at another of its sizes too. Weights that differ
-  // between the two (a causal mask or position ids cut to a sequence length) are this size's
-  // own, embedded in its function; the others are the weights file's, shared by every size.
-  // Every size's function must agree on which weights are the file's: listed sizes (exact)
-  // are each compared with all the others; a batch's (separable: no weight depends on it) with
-  // one other size.
+  // A dispatch's function: the model built at other sizes too, one dimension changed at a
+  // time. Weights that differ (a causal mask or position ids cut to a sequence length) are
+  // this function's own, embedded in it; the others are the weights file's, shared by every
+  // function. Every function must agree on which weights are the file's: a listed dimension's
+  // sizes (exact) are each compared with all the others; a batch's (separable: no weight
+  // depends on it) with one other size.
   void compare_sizes() {
-    const generators::Dispatch& d = *dispatch_;
-    const int64_t here = bindings_.at(d.symbol);
-    std::vector<int64_t> others;
-    for (int64_t b : d.buckets) {
-      if (b != here && (d.exact || others.empty())) others.push_back(b);
-    }
-    if (others.empty()) others.push_back(here + 1);
-    for (int64_t other : others) {
-      graph::DimBindings at = bindings_;
-      at[d.symbol] = other;
-      graph::Graph g2 = fusion::load_model(graph_file, at);
-      for (const auto& name : graph_.params()) {
-        if (!g2.has_tensor(name)) {
-          throw std::runtime_error("weight '" + name + "' exists at " + d.symbol + " = " +
-                                   std::to_string(here) + " but not at " + std::to_string(other) +
-                                   ": the model's structure depends on it");
-        }
-        const graph::Tensor &a = graph_.tensor(name), &b = g2.tensor(name);
-        if (a.shape != b.shape || graph::param_values(a).data != graph::param_values(b).data) {
-          own_params_.insert(name);
-        }
+    for (const generators::DispatchDim& d : dispatch_->dims) {
+      const int64_t here = bindings_.at(d.symbol);
+      std::vector<int64_t> others;
+      for (int64_t b : d.sizes) {
+        if (b != here && (d.exact || others.empty())) others.push_back(b);
       }
-      if (other_size_ < 0) {
-        other_ = std::move(g2);
-        other_size_ = other;
+      if (others.empty()) others.push_back(here + 1);
+      for (int64_t other : others) {
+        graph::DimBindings at = bindings_;
+        at[d.symbol] = other;
+        graph::Graph g2 = fusion::load_model(graph_file, at);
+        for (const auto& name : graph_.params()) {
+          if (!g2.has_tensor(name)) {
+            throw std::runtime_error("weight '" + name + "' exists at " + d.symbol + " = " +
+                                     std::to_string(here) + " but not at " + std::to_string(other) +
+                                     ": the model's structure depends on it");
+          }
+          const graph::Tensor &a = graph_.tensor(name), &b = g2.tensor(name);
+          if (a.shape != b.shape || graph::param_values(a).data != graph::param_values(b).data) {
+            own_params_.insert(name);
+          }
+        }
+        if (other == others.front()) others_.emplace_back(std::move(g2), other);
       }
     }
   }
@@ -326,8 +331,8 @@ class GraphGenerator : public Generator<GraphGenerator> {
   std::set<std::string> file_packed_;  // weights a weights file stores packed
   graph::DimBindings bindings_;        // the sizes the graph is built at
   std::optional<generators::Dispatch> dispatch_;
-  graph::Graph other_;                // the model at another of the dispatch's sizes
-  int64_t other_size_ = -1;
+  // Per dispatch dimension: the model at another of its sizes, and that size.
+  std::vector<std::pair<graph::Graph, int64_t>> others_;
   std::set<std::string> own_params_;  // weights of this size alone, embedded
   std::vector<std::string> rewrites_;  // canonicalisation of an ONNX model, for the plan log
   ops::LoweredGraph lowered_;

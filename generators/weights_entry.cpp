@@ -5,7 +5,6 @@
 #include <fstream>
 #include <sstream>
 
-#include "fusion/frontend/dynamic.h"
 #include "fusion/graph/host_tensor.h"
 #include "fusion/ops/realize.h"
 #include "runtime/weights_file.h"
@@ -51,46 +50,6 @@ void check_stream(const std::ofstream& f, const std::string& path) {
 }
 
 }  // namespace
-
-Dispatch parse_dispatch(const std::string& text) {
-  auto bad = [&](const std::string& why) -> Dispatch {
-    throw std::invalid_argument("dispatch '" + text + "': " + why +
-                                " (expected SYMBOL:MIN..MAX:B1,B2,... or SYMBOL:exact:S1,S2,...)");
-  };
-  // ':', not '=': a generator parameter's value holds no '='.
-  Dispatch d;
-  const size_t c1 = text.find(':'), c2 = text.find(':', c1 == std::string::npos ? c1 : c1 + 1);
-  if (c1 == std::string::npos || c2 == std::string::npos || c1 == 0) return bad("malformed");
-  d.symbol = text.substr(0, c1);
-  const std::string range = text.substr(c1 + 1, c2 - c1 - 1);
-  try {
-    for (const auto& item : fusion::split_commas(text.substr(c2 + 1))) d.buckets.push_back(std::stoll(item));
-    std::sort(d.buckets.begin(), d.buckets.end());
-    if (range == "exact") {
-      d.exact = true;
-      d.min = d.buckets.front();
-      d.max = d.buckets.back();
-    } else {
-      const size_t dots = range.find("..");
-      if (dots == std::string::npos) return bad("no MIN..MAX");
-      d.min = std::stoll(range.substr(0, dots));
-      d.max = std::stoll(range.substr(dots + 2));
-    }
-  } catch (const std::logic_error&) {
-    return bad("a size is not a number");
-  }
-  if (d.min < 1 || d.max < d.min) bad("empty range");
-  if (!d.exact && d.buckets.front() != 1) bad("the sizes must include 1");
-  if (std::adjacent_find(d.buckets.begin(), d.buckets.end()) != d.buckets.end()) bad("a size twice");
-  return d;
-}
-
-std::string dispatch_to_string(const Dispatch& d) {
-  std::string s = d.symbol + ":" +
-                  (d.exact ? std::string("exact") : std::to_string(d.min) + ".." + std::to_string(d.max)) + ":";
-  for (size_t i = 0; i < d.buckets.size(); ++i) s += (i ? "," : "") + std::to_string(d.buckets[i]);
-  return s;
-}
 
 void write_weights_entry(const std::string& prefix, const graph::Graph& g,
                          const std::vector<PipelineArg>& args, bool gpu, const Dispatch* dispatch,
@@ -205,16 +164,16 @@ void write_weights_entry(const std::string& prefix, const graph::Graph& g,
   std::string format_text = kWeightsFileHeader;
   const size_t once = format_text.find("#pragma once");
   if (once != std::string::npos) format_text.erase(once, std::string("#pragma once").size());
-  // The generated functions: NAME_impl, or one per size of a dynamic batch.
-  const std::string impl =
-      dispatch ? name + "_b" + std::to_string(dispatch->buckets.front()) + "_impl" : name + "_impl";
-  std::ostringstream impl_decls, run_fn;
+  // The generated functions: NAME_impl, or one per combination of a dispatch's sizes.
   std::vector<std::string> impls;
   if (dispatch) {
-    for (int64_t b : dispatch->buckets) impls.push_back(name + "_b" + std::to_string(b) + "_impl");
+    for (const auto& sizes : dispatch->combinations())
+      impls.push_back(dispatch_function(name, sizes));
   } else {
-    impls.push_back(impl);
+    impls.push_back(name + "_impl");
   }
+  const std::string impl = impls.front();
+  std::ostringstream impl_decls, run_fn;
   std::string metadata_list;
   for (const auto& f : impls) {
     impl_decls << "extern \"C\" int " << f << "_argv(void** args);\n"
@@ -237,114 +196,159 @@ void weights_and(Loaded* l, void** user, void** all) {
            << "  return " << impl << "_argv(all);\n}\n\n"
            << "void describe(halide_filter_argument_t*) {}\n\n";
   } else {
-    // Per caller argument: its name, and which of its axes (row-major) are the symbol.
-    std::ostringstream masks, names;
-    int first_arg = -1, first_axis = -1, user_index = 0;
-    for (const auto& a : args) {
-      if (a.kind == PipelineArg::weight) continue;
-      unsigned mask = 0;
-      if (const auto it = dispatch->axes.find(a.c_name); it != dispatch->axes.end()) {
-        for (int ax : it->second) mask |= 1u << ax;
-        if (first_arg < 0 && a.kind != PipelineArg::output && !it->second.empty()) {
-          first_arg = user_index;
-          first_axis = it->second.front();
+    const auto& dims = dispatch->dims;
+    // Per dimension, per caller argument: a bit per row-major axis that is the symbol; and
+    // the `NAME_dynamic` text: per dimension, its sizes and the (argument, axis) pairs.
+    std::ostringstream masks, names, symbols, mins, maxs, exact, counts, sizes, fns;
+    std::string described;
+    int sliced = -1;
+    size_t most = 0;
+    for (const auto& dim : dims) most = std::max(most, dim.sizes.size());
+    for (size_t k = 0; k < dims.size(); ++k) {
+      const DispatchDim& dim = dims[k];
+      if (!dim.exact) sliced = int(k);
+      symbols << c_string(dim.symbol) << ", ";
+      mins << dim.min << ", ";
+      maxs << dim.max << ", ";
+      exact << (dim.exact ? "true" : "false") << ", ";
+      counts << dim.sizes.size() << ", ";
+      sizes << "{";
+      for (int64_t v : dim.sizes) sizes << v << ", ";
+      sizes << "}, ";
+      described += (k ? ";" : "") + dim.symbol + " " + std::to_string(dim.min) + " " +
+                   std::to_string(dim.max);
+      if (dim.exact) {
+        described += " ";
+        for (size_t i = 0; i < dim.sizes.size(); ++i)
+          described += (i ? "," : "") + std::to_string(dim.sizes[i]);
+      }
+      described += " @";
+      masks << "{";
+      int user_index = 0;
+      bool carried = false, first_pair = true;
+      for (const auto& a : args) {
+        if (a.kind == PipelineArg::weight) continue;
+        unsigned mask = 0;
+        if (const auto it = dispatch->axes.find(a.c_name);
+            it != dispatch->axes.end() && k < it->second.size()) {
+          for (int ax : it->second[k]) {
+            // The slices of a batch are runs of its first axis.
+            if (!dim.exact && ax != 0) {
+              throw std::runtime_error("argument '" + a.c_name + "' has " + dim.symbol +
+                                       " on axis " + std::to_string(ax) +
+                                       ", not its first: its batch cannot be sliced");
+            }
+            mask |= 1u << ax;
+            described +=
+                (first_pair ? "" : ",") + std::to_string(user_index) + "." + std::to_string(ax);
+            first_pair = false;
+          }
+          carried = carried || (a.kind == PipelineArg::input && mask);
+        }
+        masks << mask << "u, ";
+        if (k == 0) names << c_string(a.c_name) << ", ";
+        ++user_index;
+      }
+      masks << "}, ";
+      if (!carried) throw std::runtime_error("no input carries " + dim.symbol);
+    }
+    for (const auto& f : impls) fns << f << "_argv, ";
+    run_fn
+        << "// Dynamic dimensions (" << dispatch_to_string(*dispatch) << ").\n"
+        << "constexpr int kDims = " << dims.size() << ";\n"
+        << "const char* const kSymbols[] = {" << symbols.str() << "};\n"
+        << "const int64_t kMin[] = {" << mins.str() << "};\n"
+        << "const int64_t kMax[] = {" << maxs.str() << "};\n"
+        << "// Listed sizes only (a function each), else any size in kMin..kMax by slices.\n"
+        << "const bool kExact[] = {" << exact.str() << "};\n"
+        << "// The functions' sizes, ascending.\n"
+        << "const size_t kCount[] = {" << counts.str() << "};\n"
+        << "const int64_t kSizes[][" << most << "] = {" << sizes.str() << "};\n"
+        << "constexpr int kSliced = " << sliced << ";\n"
+        << "// One per combination of sizes, the last dimension's varying fastest.\n"
+        << "int (*const kImpls[])(void**) = {" << fns.str() << "};\n"
+        << "// Per dimension, per caller argument: a bit per row-major axis that is the symbol.\n"
+        << "const unsigned kAxes[][kUserArgs] = {" << masks.str() << "};\n"
+        << "const char* const kNames[] = {" << names.str() << "};\n"
+        << "const char* const kDescribed = " << c_string(described) << ";\n\n"
+        << R"(std::string listed(int d) {
+  std::string s;
+  for (size_t k = 0; k < kCount[d]; ++k) s += (k ? ", " : "") + std::to_string(kSizes[d][k]);
+  return s;
+}
+
+// Every dimension's size, read from every argument that carries it and checked to agree and
+// to be one the library serves; then the function of those sizes (the sliced dimension's
+// largest size that fits, for each slice of the batch, in place: no copy).
+int run(Loaded* l, void** args) {
+  int64_t n[kDims];
+  int from[kDims];
+  size_t index = 0;  // into kImpls, the sliced dimension's size left at its first
+  for (int d = 0; d < kDims; ++d) {
+    n[d] = -1;
+    from[d] = -1;
+    for (int i = 0; i < kUserArgs; ++i) {
+      if (!kAxes[d][i]) continue;
+      const auto* b = static_cast<const halide_buffer_t*>(args[i]);
+      if (!b || (d == kSliced && !b->host)) {
+        return fail(std::string(")"
+        << name << R"(: argument '") + kNames[i] +
+                    "' is no buffer with host memory; bounds queries are not supported");
+      }
+      for (int axis = 0; axis < 32; ++axis) {
+        if (!(kAxes[d][i] & (1u << axis))) continue;
+        if (b->dimensions <= axis) {
+          return fail(std::string(")"
+        << name << R"(: argument '") + kNames[i] +
+                      "' is no buffer of the model's rank");
+        }
+        const int64_t e = b->dim[b->dimensions - 1 - axis].extent;
+        if (n[d] < 0) {
+          n[d] = e;
+          from[d] = i;
+        } else if (e != n[d]) {
+          return fail(std::string(")"
+        << name << R"(: '") + kNames[i] + "' has " + kSymbols[d] + " = " +
+                      std::to_string(e) + " but '" + kNames[from[d]] + "' has " + std::to_string(n[d]));
         }
       }
-      masks << mask << "u, ";
-      names << c_string(a.c_name) << ", ";
-      ++user_index;
     }
-    if (first_arg < 0) throw std::runtime_error("no input carries " + dispatch->symbol);
-    std::ostringstream sizes, fns;
-    for (size_t k = 0; k < dispatch->buckets.size(); ++k) {
-      const size_t i = dispatch->exact ? k : dispatch->buckets.size() - 1 - k;
-      sizes << dispatch->buckets[i] << ", ";
-      fns << impls[i] << "_argv, ";
+    size_t k = 0;
+    if (kExact[d]) {
+      while (k < kCount[d] && kSizes[d][k] != n[d]) ++k;
+      if (k == kCount[d]) {
+        return fail(std::string(")"
+        << name << R"(: ") + kSymbols[d] + " = " + std::to_string(n[d]) +
+                    " is not one of the sizes it was compiled for: " + listed(d));
+      }
+    } else if (n[d] < kMin[d] || n[d] > kMax[d]) {
+      return fail(std::string(")"
+        << name << R"(: ") + kSymbols[d] + " = " + std::to_string(n[d]) +
+                  " is outside the sizes it was compiled for, " + std::to_string(kMin[d]) + ".." +
+                  std::to_string(kMax[d]));
     }
-    std::string listed, csv;
-    for (size_t i = 0; i < dispatch->buckets.size(); ++i) {
-      listed += (i ? ", " : "") + std::to_string(dispatch->buckets[i]);
-      csv += (i ? "," : "") + std::to_string(dispatch->buckets[i]);
-    }
-    run_fn << "// A dynamic " << dispatch->symbol << " (" << dispatch_to_string(*dispatch) << ").\n"
-           << "const char* const kSymbol = " << c_string(dispatch->symbol) << ";\n"
-           << "constexpr int64_t kMin = " << dispatch->min << ", kMax = " << dispatch->max << ";\n"
-           << "const int64_t kSizes[] = {" << sizes.str() << "};\n"
-           << "constexpr size_t kFunctions = " << dispatch->buckets.size() << ";\n"
-           << "int (*const kImpls[])(void**) = {" << fns.str() << "};\n"
-           << "// Per caller argument: a bit per row-major axis that is the symbol.\n"
-           << "const unsigned kAxes[] = {" << masks.str() << "};\n"
-           << "const char* const kNames[] = {" << names.str() << "};\n"
-           << "const char* const kListed = " << c_string(dispatch->exact ? " " + listed : "") << ";\n\n"
-           << R"(// The size, from the first input that carries the symbol; -1 if that input is no buffer of
-// the model's rank.
-int64_t size_of(void** args, int i, int axis) {
-  const auto* b = static_cast<const halide_buffer_t*>(args[i]);
-  if (!b || b->dimensions <= axis) return -1;
-  return b->dim[b->dimensions - 1 - axis].extent;
-}
-
-)";
-    if (dispatch->exact) {
-      run_fn << "// Each listed size has a function of its own; other sizes are refused (a sequence\n"
-             << "// length: attention mixes its positions, so it cannot be split).\n"
-             << "int run(Loaded* l, void** args) {\n"
-             << "  const int64_t n = size_of(args, " << first_arg << ", " << first_axis << ");\n"
-             << "  if (n < 0) {\n"
-             << "    return fail(std::string(\"" << name << ": argument '\") + kNames[" << first_arg
-             << "] + \"' is no buffer of the model's rank\");\n"
-             << "  }\n"
-             << R"(  size_t k = 0;
-  while (k < kFunctions && kSizes[k] != n) ++k;
-  if (k == kFunctions) {
-    return fail(std::string(")" << name << R"(: ") + kSymbol + " = " + std::to_string(n) +
-                " is not one of the sizes it was compiled for:" + kListed);
+    index = index * kCount[d] + k;
   }
   void* all[sizeof kPlan / sizeof kPlan[0]];
-  weights_and(l, args, all);
-  return kImpls[k](all);
-}
-
-)";
-    } else {
-      run_fn << R"(// Slices of the batch (the first axis of every argument that carries it), each run by the
-// largest generated function that fits, in place (no copy).
-int run(Loaded* l, void** args) {
-  int64_t n = -1;
-  int first = -1;
-  for (int i = 0; i < kUserArgs; ++i) {
-    if (!kAxes[i]) continue;
-    const auto* b = static_cast<const halide_buffer_t*>(args[i]);
-    if (!b || b->dimensions < 1 || !b->host) {
-      return fail(std::string(")" << name << R"(: argument '") + kNames[i] +
-                  "' is no buffer with host memory; bounds queries are not supported");
-    }
-    const int64_t e = b->dim[b->dimensions - 1].extent;
-    if (n < 0) {
-      n = e;
-      first = i;
-    } else if (e != n) {
-      return fail(std::string(")" << name << R"(: '") + kNames[i] + "' has " + kSymbol + " = " +
-                  std::to_string(e) + " but '" + kNames[first] + "' has " + std::to_string(n));
-    }
+  if (kSliced < 0) {
+    weights_and(l, args, all);
+    return kImpls[index](all);
   }
-  if (n < kMin || n > kMax) {
-    return fail(std::string(")" << name << R"(: ") + kSymbol + " = " + std::to_string(n) +
-                " is outside the sizes it was compiled for, " + std::to_string(kMin) + ".." +
-                std::to_string(kMax));
-  }
+  // The sliced dimension's stride in kImpls.
+  size_t stride = 1;
+  for (int d = kSliced + 1; d < kDims; ++d) stride *= kCount[d];
+  const int64_t total = n[kSliced];
   halide_buffer_t views[kUserArgs];
   std::vector<halide_dimension_t> dims[kUserArgs];
   void* user[kUserArgs];
-  void* all[sizeof kPlan / sizeof kPlan[0]];
-  for (int64_t done = 0; done < n;) {
-    size_t k = 0;
-    while (kSizes[k] > n - done) ++k;
-    const int64_t size = kSizes[k];
+  for (int64_t done = 0; done < total;) {
+    size_t k = kCount[kSliced] - 1;
+    while (kSizes[kSliced][k] > total - done) --k;  // kSizes[kSliced][0] is 1
+    const int64_t size = kSizes[kSliced][k];
     for (int i = 0; i < kUserArgs; ++i) {
       auto* src = static_cast<halide_buffer_t*>(args[i]);
       user[i] = src;
-      if (!kAxes[i]) continue;
+      if (!kAxes[kSliced][i]) continue;
       views[i] = *src;
       dims[i].assign(src->dim, src->dim + src->dimensions);
       halide_dimension_t& outer = dims[i].back();
@@ -358,24 +362,24 @@ int run(Loaded* l, void** args) {
       user[i] = &views[i];
     }
     weights_and(l, user, all);
-    if (int rc = kImpls[k](all)) return rc;
+    if (int rc = kImpls[index + k * stride](all)) return rc;
     done += size;
   }
   return 0;
 }
 
-)";
-    }
-    run_fn << R"(// The metadata of an argument that carries the symbol has no estimate for its extent there:
-// runtime::Model reads -1, and NAME_dynamic for the symbol and its sizes.
+// The metadata of an argument that carries a dynamic dimension has no estimate for its
+// extent there: runtime::Model reads -1, and NAME_dynamic for the symbols and their sizes.
 void describe(halide_filter_argument_t* user) {
   static std::vector<std::vector<const int64_t*>> estimates(kUserArgs);
   for (int i = 0; i < kUserArgs; ++i) {
-    if (!kAxes[i] || !user[i].buffer_estimates) continue;
-    const int d = user[i].dimensions;
-    estimates[i].assign(user[i].buffer_estimates, user[i].buffer_estimates + 2 * d);
-    for (int axis = 0; axis < d; ++axis) {
-      if (kAxes[i] & (1u << axis)) estimates[i][2 * (d - 1 - axis) + 1] = nullptr;
+    unsigned axes = 0;
+    for (int d = 0; d < kDims; ++d) axes |= kAxes[d][i];
+    if (!axes || !user[i].buffer_estimates) continue;
+    const int r = user[i].dimensions;
+    estimates[i].assign(user[i].buffer_estimates, user[i].buffer_estimates + 2 * r);
+    for (int axis = 0; axis < r; ++axis) {
+      if (axes & (1u << axis)) estimates[i][2 * (r - 1 - axis) + 1] = nullptr;
     }
     user[i].buffer_estimates = estimates[i].data();
   }
@@ -383,11 +387,12 @@ void describe(halide_filter_argument_t* user) {
 
 }  // namespace
 
-// "SYMBOL MIN MAX" (every size in MIN..MAX), or "SYMBOL MIN MAX S1,S2,..." (those sizes only).
-extern "C" const char* )" << name << R"(_dynamic() {
-  static const std::string s = std::string(kSymbol) + " " + std::to_string(kMin) + " " +
-                               std::to_string(kMax) + (kListed[0] ? " )" << csv << R"(" : "");
-  return s.c_str();
+// Per dynamic dimension, ';' between them: "SYMBOL MIN MAX" (every size in MIN..MAX) or
+// "SYMBOL MIN MAX S1,S2,..." (those sizes only), then "@ARG.AXIS,...": the caller's arguments
+// (inputs, then outputs, from 0) and their row-major axes that are the symbol.
+extern "C" const char* )"
+        << name << R"(_dynamic() {
+  return kDescribed;
 }
 
 namespace {
@@ -590,9 +595,14 @@ extern "C" int )" << name << "(" << params.str() << ") {\n"
       << "const struct halide_filter_metadata_t* " << name << "_metadata(void);\n"
       << "// NULL: the default file, if none is loaded yet.\n"
       << "int " << name << "_load_weights(const char* path);\n"
-      << (dispatch ? "// A dynamic " + dispatch->symbol + ": \"SYMBOL MIN MAX\" (every size in MIN..MAX) or\n"
-                         "// \"SYMBOL MIN MAX S1,S2,...\" (those sizes only), the sizes a call may take.\n"
-                         "const char* " + name + "_dynamic(void);\n"
+      << (dispatch ? "// Its dynamic dimensions (" + dispatch_to_string(*dispatch) +
+                         "), ';' between them: \"SYMBOL MIN MAX\" (every size in MIN..MAX) or\n"
+                         "// \"SYMBOL MIN MAX S1,S2,...\" (those sizes only), then "
+                         "\"@ARG.AXIS,...\" (the\n"
+                         "// arguments, inputs then outputs from 0, and their row-major axes that "
+                         "carry it).\n"
+                         "const char* " +
+                         name + "_dynamic(void);\n"
                    : std::string())
       << "\n"
       << "#ifdef __cplusplus\n}  // extern \"C\"\n#endif\n\n#endif\n";

@@ -11,6 +11,7 @@
 
 #include "Halide.h"
 #include "fusion/graph/graph.h"
+#include "generators/dispatch.h"
 
 namespace opfuse::generators {
 
@@ -21,25 +22,6 @@ struct PipelineArg {
   enum Kind { input, weight, output } kind;
   Halide::Type type;
 };
-
-// A dynamic dimension's entry point: the symbol, the sizes it serves, and the sizes it has a
-// generated function for (NAME_b<size>_impl each).
-//   sliced  (a batch, separable: fusion/frontend/dynamic.h) every size in min..max, 1 among the
-//           functions' sizes: a call at size n runs the largest function that fits on the next
-//           slice of the batch until n is done; the arguments that carry it (on their first
-//           axis) are sliced in place, without a copy
-//   exact   (a sequence length) the functions' sizes only, each call by its own function
-struct Dispatch {
-  std::string symbol;
-  int64_t min = 1, max = 1;
-  std::vector<int64_t> buckets;  // ascending
-  bool exact = false;
-  // Per argument (C name): its row-major axes that are the symbol. Filled by the generator.
-  std::map<std::string, std::vector<int>> axes;
-};
-// "batch:1..64:1,2,4,8" or "seq:exact:32,77,128"; std::invalid_argument saying what is wrong.
-Dispatch parse_dispatch(const std::string& text);
-std::string dispatch_to_string(const Dispatch& d);
 
 // Writes PREFIX.weights (every weight argument's values), PREFIX_entry.cpp and PREFIX.h. The
 // entry point is named after PREFIX's file name, NAME; it calls NAME_impl, the generated

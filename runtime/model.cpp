@@ -113,28 +113,52 @@ HostBuffers::~HostBuffers() {
 Model::Model(std::string name, ArgvFunction fn, MetadataFunction metadata,
              const char* (*dynamic)())
     : name_(std::move(name)), fn_(fn) {
-  if (dynamic) {  // "SYMBOL MIN MAX [S1,S2,...]"
-    const std::string d = dynamic();
+  // Per dimension, ';' between them: "SYMBOL MIN MAX [S1,S2,...] [@ARG.AXIS,...]"
+  // (generators/weights_entry.cpp); without the pairs (one dimension), every axis with no
+  // extent is its.
+  std::vector<std::vector<std::pair<int, int>>> carriers;
+  const std::string text = dynamic ? dynamic() : "";
+  auto split = [](const std::string& s, char sep) {
     std::vector<std::string> f;
-    for (size_t at = 0; at <= d.size();) {
-      const size_t sp = d.find(' ', at);
-      f.push_back(d.substr(at, sp == std::string::npos ? std::string::npos : sp - at));
-      if (sp == std::string::npos) break;
-      at = sp + 1;
+    for (size_t at = 0; at <= s.size();) {
+      const size_t next = s.find(sep, at);
+      f.push_back(s.substr(at, next == std::string::npos ? std::string::npos : next - at));
+      if (next == std::string::npos) break;
+      at = next + 1;
     }
-    try {
-      if (f.size() < 3 || f.size() > 4) throw std::invalid_argument("fields");
-      dynamic_.symbol = f[0];
-      dynamic_.min = std::stoll(f[1]);
-      dynamic_.max = std::stoll(f[2]);
-      for (size_t at = 0; f.size() == 4 && at != std::string::npos;) {
-        const size_t comma = f[3].find(',', at);
-        dynamic_.sizes.push_back(std::stoll(f[3].substr(at, comma - at)));
-        at = comma == std::string::npos ? comma : comma + 1;
+    return f;
+  };
+  try {
+    for (const std::string& part : text.empty() ? std::vector<std::string>{} : split(text, ';')) {
+      std::vector<std::string> f = split(part, ' ');
+      carriers.emplace_back();
+      if (f.size() > 3 && !f.back().empty() && f.back()[0] == '@') {
+        for (const auto& pair : split(f.back().substr(1), ',')) {
+          if (pair.empty()) continue;
+          const size_t dot = pair.find('.');
+          if (dot == std::string::npos) throw std::invalid_argument("pair");
+          carriers.back().emplace_back(std::stoi(pair.substr(0, dot)),
+                                       std::stoi(pair.substr(dot + 1)));
+        }
+        f.pop_back();
       }
-    } catch (const std::logic_error&) {
-      throw std::runtime_error("model " + name_ + ": malformed dynamic dimension '" + d + "'");
+      if (f.size() < 3 || f.size() > 4) throw std::invalid_argument("fields");
+      DynamicDim d;
+      d.symbol = f[0];
+      d.min = std::stoll(f[1]);
+      d.max = std::stoll(f[2]);
+      if (f.size() == 4) {
+        for (const auto& v : split(f[3], ',')) d.sizes.push_back(std::stoll(v));
+      }
+      dynamic_.push_back(std::move(d));
     }
+    if (dynamic_.size() > 1) {
+      for (const auto& c : carriers) {
+        if (c.empty()) throw std::invalid_argument("carriers");
+      }
+    }
+  } catch (const std::logic_error&) {
+    throw std::runtime_error("model " + name_ + ": malformed dynamic dimensions '" + text + "'");
   }
   const halide_filter_metadata_t* md = metadata();
   for (int i = 0; i < md->num_arguments; ++i) {
@@ -144,14 +168,26 @@ Model::Model(std::string name, ArgvFunction fn, MetadataFunction metadata,
     info.name = out ? output_name(a.name) : a.name;
     info.dtype = dtype_of(a.type);
     // The generator sets every buffer's estimates to the tensor's exact extents.
-    // A dynamic library's entry point leaves the batch's extent out.
+    // A dynamic library's entry point leaves the dynamic dimensions' extents out.
     for (int d = a.dimensions - 1; d >= 0; --d) {
       const int64_t* extent = a.buffer_estimates ? a.buffer_estimates[2 * d + 1] : nullptr;
       info.shape.push_back(extent ? *extent : -1);
-      if (!extent && !dynamic_.symbol.empty()) {
-        info.dim_names.resize(size_t(a.dimensions));
-        info.dim_names[size_t(a.dimensions - 1 - d)] = dynamic_.symbol;
+      if (extent || dynamic_.empty()) continue;
+      const int axis = a.dimensions - 1 - d;
+      std::string symbol;
+      for (size_t k = 0; k < dynamic_.size(); ++k) {
+        const auto& c = carriers[k];
+        if (c.empty() || std::find(c.begin(), c.end(), std::make_pair(i, axis)) != c.end()) {
+          symbol = dynamic_[k].symbol;
+        }
       }
+      if (symbol.empty()) {
+        throw std::runtime_error("model " + name_ + ": argument '" + info.name + "' axis " +
+                                 std::to_string(axis) + " has no size and no dynamic dimension ('" +
+                                 text + "')");
+      }
+      info.dim_names.resize(size_t(a.dimensions));
+      info.dim_names[size_t(axis)] = symbol;
     }
     (out ? outputs_ : inputs_).push_back(std::move(info));
   }
@@ -218,17 +254,23 @@ const ArgInfo& Model::output(const std::string& name) const {
                               "' (outputs: " + names_of(outputs_) + ")");
 }
 
-void Model::check_size(const std::string& role, int64_t v) const {
-  const std::string what = "model " + name_ + ": " + role + " has " + dynamic_.symbol + " = " +
-                           std::to_string(v);
-  if (v < dynamic_.min || v > dynamic_.max) {
-    throw std::invalid_argument(what + ", outside the sizes the library was compiled for, " +
-                                std::to_string(dynamic_.min) + ".." + std::to_string(dynamic_.max));
+const DynamicDim* Model::dynamic(const std::string& symbol) const {
+  for (const auto& d : dynamic_) {
+    if (d.symbol == symbol) return &d;
   }
-  if (!dynamic_.sizes.empty() &&
-      std::find(dynamic_.sizes.begin(), dynamic_.sizes.end(), v) == dynamic_.sizes.end()) {
+  return nullptr;
+}
+
+void Model::check_size(const DynamicDim& d, const std::string& role, int64_t v) const {
+  const std::string what =
+      "model " + name_ + ": " + role + " has " + d.symbol + " = " + std::to_string(v);
+  if (v < d.min || v > d.max) {
+    throw std::invalid_argument(what + ", outside the sizes the library was compiled for, " +
+                                std::to_string(d.min) + ".." + std::to_string(d.max));
+  }
+  if (!d.sizes.empty() && std::find(d.sizes.begin(), d.sizes.end(), v) == d.sizes.end()) {
     std::string listed;
-    for (int64_t x : dynamic_.sizes) listed += (listed.empty() ? "" : ", ") + std::to_string(x);
+    for (int64_t x : d.sizes) listed += (listed.empty() ? "" : ", ") + std::to_string(x);
     throw std::invalid_argument(what + ", not one of the sizes the library was compiled for: " + listed);
   }
 }
@@ -244,8 +286,8 @@ void Model::run(const std::vector<Tensor>& inputs, const std::vector<Tensor>& ou
          std::to_string(outputs_.size()) + " outputs, got " + std::to_string(inputs.size()) +
          " and " + std::to_string(outputs.size()));
   }
-  int64_t size = -1;  // the dynamic dimension's, from the first tensor that carries it
-  std::string size_from;
+  // Each dynamic dimension's size, from the first tensor that carries it.
+  std::map<std::string, std::pair<int64_t, std::string>> sizes;
   for (size_t i = 0; i < inputs.size() + outputs.size(); ++i) {
     const bool is_out = i >= inputs.size();
     const Tensor& t = is_out ? outputs[i - inputs.size()] : inputs[i];
@@ -262,20 +304,22 @@ void Model::run(const std::vector<Tensor>& inputs, const std::vector<Tensor>& ou
     if (!fits) {
       std::string want = "[";
       for (size_t a = 0; a < info.shape.size(); ++a) {
-        want += (a ? "," : "") + (info.shape[a] < 0 ? dynamic_.symbol : std::to_string(info.shape[a]));
+        want += (a ? "," : "") +
+                (info.shape[a] < 0 ? info.dim_names[a] : std::to_string(info.shape[a]));
       }
       fail(role + " must have shape " + want + "], got " + shape_str(t.shape));
     }
     for (size_t a = 0; a < info.dim_names.size(); ++a) {
       if (info.dim_names[a].empty()) continue;
+      const std::string& symbol = info.dim_names[a];
       const int64_t v = t.shape[a];
-      if (size < 0) {
-        size = v;
-        size_from = role;
-        check_size(role, v);
-      } else if (v != size) {
-        fail(role + " has " + dynamic_.symbol + " = " + std::to_string(v) + " but " + size_from +
-             " has " + std::to_string(size));
+      const auto seen = sizes.find(symbol);
+      if (seen == sizes.end()) {
+        sizes[symbol] = {v, role};
+        check_size(*dynamic(symbol), role, v);
+      } else if (v != seen->second.first) {
+        fail(role + " has " + symbol + " = " + std::to_string(v) + " but " + seen->second.second +
+             " has " + std::to_string(seen->second.first));
       }
     }
   }
@@ -309,22 +353,25 @@ std::map<std::string, OwnedTensor> Model::run(const std::map<std::string, Tensor
     ins.push_back(it->second);
   }
   for (const auto& [name, t] : inputs) input(name);  // an unknown name is an error
-  // A dynamic dimension's size from the inputs (run() checks them all).
-  int64_t size = -1;
-  for (size_t i = 0; i < inputs_.size() && size < 0; ++i) {
-    for (size_t a = 0; a < inputs_[i].dim_names.size() && size < 0; ++a) {
-      if (!inputs_[i].dim_names[a].empty() && a < ins[i].shape.size()) {
-        size = ins[i].shape[a];
-        check_size("input '" + inputs_[i].name + "'", size);  // before the outputs are allocated
-      }
+  // The dynamic dimensions' sizes from the inputs (run() checks them all).
+  std::map<std::string, int64_t> sizes;
+  for (size_t i = 0; i < inputs_.size(); ++i) {
+    for (size_t a = 0; a < inputs_[i].dim_names.size(); ++a) {
+      const std::string& symbol = inputs_[i].dim_names[a];
+      if (symbol.empty() || a >= ins[i].shape.size() || sizes.count(symbol)) continue;
+      sizes[symbol] = ins[i].shape[a];
+      // Before the outputs are allocated.
+      check_size(*dynamic(symbol), "input '" + inputs_[i].name + "'", sizes[symbol]);
     }
   }
   std::map<std::string, OwnedTensor> out;
   std::vector<Tensor> outs;
   for (const auto& a : outputs_) {
     std::vector<int64_t> shape = a.shape;
-    for (int64_t& d : shape) {
-      if (d < 0) d = std::max<int64_t>(size, 0);  // run() refuses a missing or bad size
+    for (size_t d = 0; d < shape.size(); ++d) {
+      if (shape[d] < 0)
+        shape[d] = sizes.count(a.dim_names[d]) ? sizes[a.dim_names[d]]
+                                               : 0;  // run() refuses a missing size
     }
     out[a.name] = OwnedTensor(shape, a.dtype);
   }

@@ -64,14 +64,15 @@ struct OwnedTensor {
 
 struct ArgInfo {
   std::string name;
-  std::vector<int64_t> shape;  // row-major; -1 for an axis of any size (a dynamic batch)
+  std::vector<int64_t> shape;  // row-major; -1 for a dynamic dimension's axis (a batch)
   DType dtype = DType::f32;
   std::vector<std::string> dim_names;  // per axis, the symbol of a -1 axis; empty if none
 };
 
-// A library that serves a range of sizes of one dimension (`opfuse compile --dim
-// batch=MIN..MAX`): the inputs that carry it and every output have it as their first axis.
-// Or one that serves a list of sizes of it, a function each (`--dim seq=32,77,128`).
+// A dimension of a dynamic library: a range of sizes it serves (`opfuse compile --dim
+// batch=MIN..MAX`; the inputs that carry it and every output have it as their first axis),
+// or a list of sizes, a function each (`--dim seq=32,77,128`). A library may have several
+// (one range at most).
 struct DynamicDim {
   std::string symbol;
   int64_t min = 1, max = 1;
@@ -119,8 +120,10 @@ class Model {
   const std::vector<ArgInfo>& outputs() const { return outputs_; }
   const ArgInfo& input(const std::string& name) const;
   const ArgInfo& output(const std::string& name) const;
-  // The dimension a dynamic library serves a range of; nullptr for a library of fixed shapes.
-  const DynamicDim* dynamic() const { return dynamic_.symbol.empty() ? nullptr : &dynamic_; }
+  // The dimensions a dynamic library serves several sizes of; empty for fixed shapes.
+  const std::vector<DynamicDim>& dynamic_dims() const { return dynamic_; }
+  // The one named `symbol`; nullptr if there is none.
+  const DynamicDim* dynamic(const std::string& symbol) const;
 
   // Into the caller's buffers, in the order of inputs() and outputs().
   void run(const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs) const;
@@ -139,12 +142,12 @@ class Model {
 
  private:
   // std::invalid_argument naming `role` when `size` is not one the dynamic dimension serves.
-  void check_size(const std::string& role, int64_t size) const;
+  void check_size(const DynamicDim& d, const std::string& role, int64_t size) const;
 
   std::string name_;
   ArgvFunction fn_;
   std::vector<ArgInfo> inputs_, outputs_;
-  DynamicDim dynamic_;
+  std::vector<DynamicDim> dynamic_;
   std::shared_ptr<void> library_;  // the dlopen handle of Model::open
   int (*load_weights_)(const char*) = nullptr;  // NAME_load_weights of a weights-file library
 };

@@ -19,6 +19,7 @@
 #include "fusion/hardware/host.h"
 #include "fusion/planner/planner.h"
 #include "fusion/reference/executor.h"
+#include "generators/dispatch.h"
 #include "schedules/group_schedule.h"
 #include "tools/explore/explore.h"
 
@@ -267,82 +268,118 @@ int build_library(const CompileCommand& c, const std::string& generator, const s
 
 }  // namespace
 
-// A dynamic batch's library (exercise 7.6): one generated function per size in `sizes`, all
-// taking the weights of one file, and an entry point that serves any size in the range by
-// running them on slices of the batch (generators/weights_entry.h, Dispatch). Slicing is
-// exact only when samples are independent, which the model is checked for first
-// (fusion/frontend/dynamic.h); a symbol that is not (a sequence length) is refused.
+// A dynamic library (exercise 7.6): one generated function per combination of its
+// dimensions' sizes, all taking the weights of one file, and an entry point that serves them
+// (generators/weights_entry.h, Dispatch). A range (a batch) is served at any size by running
+// functions on slices of it; slicing is exact only when samples are independent, which the
+// model is checked for first (fusion/frontend/dynamic.h); a symbol that is not (a sequence
+// length) is refused a range and takes a list of sizes, a function each.
 int build_dynamic_library(const CompileCommand& c, const std::string& generator,
                           const std::string& name, const std::string& target,
-                          const fusion::DimRange& range, const graph::DimBindings& fixed,
-                          double weight_bytes) {
-  const std::string& sym = range.symbol;
+                          const std::vector<fusion::DimRange>& ranges,
+                          const graph::DimBindings& fixed, double weight_bytes) {
+  std::string symbols;
+  for (const auto& r : ranges) symbols += (symbols.empty() ? "" : " and ") + r.symbol;
   if (c.target == "host-opencl" || c.target == "host-cuda") {
-    throw std::invalid_argument("a dynamic " + sym + " is built for CPU targets only; for " +
-                                c.target + " give it one size (--dim " + sym + "=N)");
+    throw std::invalid_argument("a dynamic " + symbols + " is built for CPU targets only; for " +
+                                c.target + " give each one size (--dim " + ranges[0].symbol +
+                                "=N)");
   }
   if (c.weights != "auto" && c.weights != "file") {
-    throw std::invalid_argument("--weights " + c.weights + ": a dynamic " + sym +
+    throw std::invalid_argument("--weights " + c.weights + ": a dynamic " + symbols +
                                 "'s library keeps its weights in one file, which every size's "
                                 "function reads (--weights file)");
   }
-  // A list of sizes: a function each, those sizes only (any symbol). A range: slices of the
-  // batch, which must be separable.
-  const bool exact = !range.sizes.empty();
-  if (!exact) {
-    const fusion::SymbolBehaviour b = fusion::analyse_symbol(c.model, sym, fixed);
-    if (!b.separable) {
-      throw std::invalid_argument(c.model + ": one library cannot serve every " + sym + " in " +
-                                  std::to_string(range.min) + ".." + std::to_string(range.max) +
-                                  ": " + b.why_not + "; list the sizes it must serve (--dim " + sym +
-                                  "=N1,N2,...), a function each");
+  // The listed dimensions at their first size, for the analysis of a range.
+  graph::DimBindings listed_at = fixed;
+  for (const auto& r : ranges) {
+    if (!r.sizes.empty()) listed_at[r.symbol] = r.sizes.front();
+  }
+  generators::Dispatch dispatch;
+  bool has_range = false;
+  for (const auto& range : ranges) {
+    const std::string& sym = range.symbol;
+    generators::DispatchDim d;
+    d.symbol = sym;
+    // A list of sizes: a function each, those sizes only (any symbol). A range: slices of the
+    // batch, which must be separable.
+    d.exact = !range.sizes.empty();
+    if (!d.exact) {
+      has_range = true;
+      const fusion::SymbolBehaviour b = fusion::analyse_symbol(c.model, sym, listed_at);
+      if (!b.separable) {
+        throw std::invalid_argument(c.model + ": one library cannot serve every " + sym + " in " +
+                                    std::to_string(range.min) + ".." + std::to_string(range.max) +
+                                    ": " + b.why_not + "; list the sizes it must serve (--dim " +
+                                    sym + "=N1,N2,...), a function each");
+      }
     }
-  } else if (!c.buckets.empty()) {
-    throw std::invalid_argument("--buckets: --dim " + sym + " lists the sizes already");
+    d.sizes = d.exact ? range.sizes : c.buckets;
+    if (d.sizes.empty()) {
+      // Where batching stops paying, measured through the JIT on 2 Zen 4 cores: ResNet-18 takes
+      // 31.6 ms an image at batch 1, 26.3 at 4 and 29.5 at 8; the GPT-2 block 17.2 ms a sequence
+      // at 1 and 16.2 at 4 (and as libraries on 2 Zen 5 cores, batch 8 in 42.9 ms from
+      // functions at 1, 2, 4 against 51.1 from 1, 2, 4, 8). Each size costs a generator run and
+      // its code in the library.
+      for (int64_t s = 1; s <= std::min<int64_t>(range.max, 4); s *= 2) d.sizes.push_back(s);
+    }
+    std::sort(d.sizes.begin(), d.sizes.end());
+    d.sizes.erase(std::unique(d.sizes.begin(), d.sizes.end()), d.sizes.end());
+    d.min = d.exact ? d.sizes.front() : range.min;
+    d.max = d.exact ? d.sizes.back() : range.max;
+    if (!d.exact && (d.sizes.front() != 1 || d.sizes.back() > range.max)) {
+      throw std::invalid_argument("--buckets: the sizes must include 1 and stay within " + sym +
+                                  "=" + std::to_string(range.min) + ".." +
+                                  std::to_string(range.max));
+    }
+    dispatch.dims.push_back(std::move(d));
   }
-  std::vector<int64_t> sizes = exact ? range.sizes : c.buckets;
-  if (sizes.empty()) {
-    // Where batching stops paying, measured through the JIT on 2 Zen 4 cores: ResNet-18 takes
-    // 31.6 ms an image at batch 1, 26.3 at 4 and 29.5 at 8; the GPT-2 block 17.2 ms a sequence
-    // at 1 and 16.2 at 4. Each size costs a generator run and its code in the library.
-    for (int64_t s = 1; s <= std::min<int64_t>(range.max, 4); s *= 2) sizes.push_back(s);
+  if (!has_range && !c.buckets.empty()) {
+    throw std::invalid_argument("--buckets: --dim " + ranges[0].symbol +
+                                " lists the sizes already");
   }
-  std::sort(sizes.begin(), sizes.end());
-  sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
-  if (!exact && (sizes.front() != 1 || sizes.back() > range.max)) {
-    throw std::invalid_argument("--buckets: the sizes must include 1 and stay within " + sym +
-                                "=" + std::to_string(range.min) + ".." + std::to_string(range.max));
-  }
-  std::string dispatch = sym + ":" +
-                         (exact ? std::string("exact")
-                                : std::to_string(range.min) + ".." + std::to_string(range.max)) + ":";
-  for (size_t i = 0; i < sizes.size(); ++i) dispatch += (i ? "," : "") + std::to_string(sizes[i]);
+  const std::string spec = generators::dispatch_to_string(dispatch);
   fs::create_directories(c.out_dir);
   const std::string dir = c.out_dir + "/";
-  std::printf("compiling %s for %s (%s, %.1f MiB of weights in a weights file), %s = %s "
-              "from functions at %s = %s...\n",
-              c.model.c_str(), target.c_str(), c.strategy.c_str(), weight_bytes / 1048576.0,
-              sym.c_str(),
-              exact ? "those sizes"
-                    : (std::to_string(range.min) + ".." + std::to_string(range.max)).c_str(),
-              sym.c_str(), dispatch.substr(dispatch.rfind(':') + 1).c_str());
+  std::string serves;
+  for (const auto& d : dispatch.dims) {
+    std::string sizes;
+    for (int64_t v : d.sizes) sizes += (sizes.empty() ? "" : ",") + std::to_string(v);
+    serves += (serves.empty() ? "" : "; ") + d.symbol + " = " +
+              (d.exact ? sizes
+                       : std::to_string(d.min) + ".." + std::to_string(d.max) +
+                             " from functions at " + sizes);
+  }
+  const auto combinations = dispatch.combinations();
+  std::printf(
+      "compiling %s for %s (%s, %.1f MiB of weights in a weights file), %s: %zu "
+      "function%s...\n",
+      c.model.c_str(), target.c_str(), c.strategy.c_str(), weight_bytes / 1048576.0, serves.c_str(),
+      combinations.size(), combinations.size() == 1 ? "" : "s");
   std::vector<std::string> objects;
-  for (size_t i = 0; i < sizes.size(); ++i) {
-    const std::string fn = name + "_b" + std::to_string(sizes[i]) + "_impl";
+  for (size_t i = 0; i < combinations.size(); ++i) {
+    const std::string fn = generators::dispatch_function(name, combinations[i]);
+    const std::string stem = fn.substr(0, fn.size() - std::string("_impl").size());
     graph::DimBindings dims = fixed;
-    dims[sym] = sizes[i];
+    std::string at;
+    for (size_t k = 0; k < dispatch.dims.size(); ++k) {
+      dims[dispatch.dims[k].symbol] = combinations[i][k];
+      at += (at.empty() ? "" : ", ") + dispatch.dims[k].symbol + " = " +
+            std::to_string(combinations[i][k]);
+    }
     // One Halide runtime in the library: the first function's.
-    std::string cmd = generator_command(c, generator, fn, "o", target + (i == 0 ? "" : "-no_runtime"),
-                                        dir + name + "_b" + std::to_string(sizes[i]) + ".plan.json", dims);
-    cmd += " dispatch=" + shell_quote(dispatch);
+    std::string cmd =
+        generator_command(c, generator, fn, "o", target + (i == 0 ? "" : "-no_runtime"),
+                          dir + stem + ".plan.json", dims);
+    cmd += " dispatch=" + shell_quote(spec);
     if (i == 0) {
       cmd += " weights_out=" + shell_quote(fs::absolute(dir + name).string());
     } else {
       cmd += " weights_from_file=true";
     }
     const auto t0 = std::chrono::steady_clock::now();
-    run_or_throw(cmd, "the generator on " + c.model + " at " + sym + " = " + std::to_string(sizes[i]));
-    std::printf("  %s = %lld: %.1f s\n", sym.c_str(), static_cast<long long>(sizes[i]),
+    run_or_throw(cmd, "the generator on " + c.model + " at " + at);
+    std::printf("  %s: %.1f s\n", at.c_str(),
                 std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     objects.push_back(dir + fn + ".o");
   }
@@ -354,19 +391,20 @@ int build_dynamic_library(const CompileCommand& c, const std::string& generator,
   for (const auto& o : objects) fs::remove(o);
   fs::remove(dir + name + "_entry.cpp");
   if (c.shared) link_shared(dir, name);
-  std::printf("wrote %s%s.a%s, %s.h (C ABI: inputs, then outputs, as halide_buffer_t*; %s = "
-              "%s), %s.weights, %s_b*.plan.json\n",
-              dir.c_str(), name.c_str(), c.shared ? (", " + name + ".so").c_str() : "",
-              name.c_str(), sym.c_str(), dispatch.substr(dispatch.find(':') + 1).c_str(),
-              name.c_str(), name.c_str());
+  std::printf(
+      "wrote %s%s.a%s, %s.h (C ABI: inputs, then outputs, as halide_buffer_t*; %s), "
+      "%s.weights, %s_b*.plan.json\n",
+      dir.c_str(), name.c_str(), c.shared ? (", " + name + ".so").c_str() : "", name.c_str(),
+      serves.c_str(), name.c_str(), name.c_str());
   return 0;
 }
 
 int compile_command(const CompileCommand& c, const std::string& generator) {
-  // Every symbolic dimension the model declares gets one size (NAME=N) or, one of them, a
-  // range the library serves (NAME=MIN..MAX).
+  // Every symbolic dimension the model declares gets one size (NAME=N), a list of sizes
+  // (NAME=N1,N2,...: a function each) or, one of them, a range the library serves
+  // (NAME=MIN..MAX).
   graph::DimBindings fixed;
-  std::optional<fusion::DimRange> dynamic;
+  std::vector<fusion::DimRange> dynamic;
   const auto declared = fusion::declared_symbols(c.model);
   for (const auto& spec : c.dims) {
     const fusion::DimRange r = fusion::parse_dim(spec);
@@ -374,26 +412,34 @@ int compile_command(const CompileCommand& c, const std::string& generator) {
       fixed[r.symbol] = r.min;
       continue;
     }
-    if (dynamic) {
-      throw std::invalid_argument("--dim " + dynamic->symbol + " and --dim " + r.symbol +
-                                  " are both ranges: a library serves one dynamic dimension; give "
-                                  "the other one size");
+    for (const auto& d : dynamic) {
+      if (d.sizes.empty() && r.sizes.empty()) {
+        throw std::invalid_argument("--dim " + d.symbol + " and --dim " + r.symbol +
+                                    " are both ranges: a library slices one dimension; list the "
+                                    "other's sizes (--dim " +
+                                    r.symbol + "=N1,N2,...) or give it one");
+      }
     }
     if (!declared.count(r.symbol)) {
       throw std::invalid_argument("--dim " + spec + ": no input of " + c.model +
                                   " has a dimension named '" + r.symbol + "'");
     }
-    dynamic = r;
+    dynamic.push_back(r);
   }
+  auto is_dynamic = [&](const std::string& symbol) {
+    return std::any_of(dynamic.begin(), dynamic.end(),
+                       [&](const auto& d) { return d.symbol == symbol; });
+  };
   for (const auto& [symbol, uses] : declared) {
-    if (fixed.count(symbol) || (dynamic && dynamic->symbol == symbol)) continue;
+    if (fixed.count(symbol) || is_dynamic(symbol)) continue;
     throw std::invalid_argument(c.model + ": input " + fusion::uses_to_string({uses.front()}) +
-                                " is the symbolic dimension '" + symbol + "': give it a size (--dim " +
-                                symbol + "=N) or the range the library serves (--dim " + symbol +
-                                "=MIN..MAX)");
+                                " is the symbolic dimension '" + symbol +
+                                "': give it a size (--dim " + symbol +
+                                "=N), the sizes the library serves (--dim " + symbol +
+                                "=N1,N2,...) or a range (--dim " + symbol + "=MIN..MAX)");
   }
   graph::DimBindings at = fixed;
-  if (dynamic) at[dynamic->symbol] = dynamic->min;
+  for (const auto& d : dynamic) at[d.symbol] = d.min;
   // Load first: a model the frontend refuses is reported here, not inside the generator.
   std::vector<std::string> rewrites;
   const graph::Graph g = fusion::load_model(c.model, at, &rewrites);
@@ -428,8 +474,8 @@ int compile_command(const CompileCommand& c, const std::string& generator) {
   // 186 MB took 11.6 s and 2.0 GB (2.3 s, 0.4 GB): LLVM holds each constant several times, about
   // 10x its size, and x86-64's small code model caps an object's data at 2 GiB. Beyond
   // 128 MiB a weights file costs nothing at compile time and one mapping at load.
-  if (dynamic) {
-    return build_dynamic_library(c, generator, name, target, *dynamic, fixed, weight_bytes);
+  if (!dynamic.empty()) {
+    return build_dynamic_library(c, generator, name, target, dynamic, fixed, weight_bytes);
   }
   std::string weights = c.weights;
   if (weights == "auto") weights = weight_bytes <= c.embed_limit_mib * 1048576.0 ? "embed" : "file";

@@ -5,8 +5,8 @@
 // truncated, corrupted, another model's, not a weights file) fail cleanly, never with a crash
 // or a wrong answer; concurrent first calls load the weights once.
 #include <dlfcn.h>
-#include <unistd.h>
 #include <doctest/doctest.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <filesystem>
@@ -18,6 +18,7 @@
 #include "fusion/graph/json_io.h"
 #include "fusion/reference/compare.h"
 #include "fusion/reference/executor.h"
+#include "generators/dispatch.h"
 #include "runtime/kernel.h"
 #include "runtime/model.h"
 #include "tests/kernel_check.h"
@@ -211,35 +212,45 @@ TEST_CASE("8 threads make the first calls at once: the weights load once, every 
 
 namespace {
 
-// dyn_block (x, y [batch, 8, 8, 16] -> relu(conv(x) + y)) at one batch size: inputs (seeded
-// by the size) and the reference's output.
-struct DynCase {
+// A graph file with symbolic dimensions at given sizes: its inputs (seeded by the sizes) and
+// the reference's outputs.
+struct SizedCase {
   graph::Graph g;
   graph::TensorMap in, want;
-  explicit DynCase(int64_t n)
-      : g(graph::load_graph_json(OPFUSE_DYN_BLOCK, {{"batch", n}})),
-        in(graph::random_inputs(g, uint64_t(n))),
+  SizedCase(const std::string& path, const graph::DimBindings& dims, uint64_t seed)
+      : g(graph::load_graph_json(path, dims)),
+        in(graph::random_inputs(g, seed)),
         want(reference::run(g, in)) {}
   std::map<std::string, runtime::Tensor> inputs() const {
-    return {{"x", runtime::Tensor::f32(in.at("x").data.data(), in.at("x").shape)},
-            {"y", runtime::Tensor::f32(in.at("y").data.data(), in.at("y").shape)}};
+    std::map<std::string, runtime::Tensor> out;
+    for (const auto& name : g.inputs())
+      out[name] = runtime::Tensor::f32(in.at(name).data.data(), in.at(name).shape);
+    return out;
   }
+  // `t` is the graph's only output, within the zoo's tolerance.
   bool matches(const runtime::OwnedTensor& t) const {
-    const auto& w = want.at("act");
+    const auto& w = want.at(g.outputs().front());
     if (t.shape != w.shape) return false;
     std::vector<float> got(t.as<float>(), t.as<float>() + t.elements());
     return reference::compare(got, w.data, testing::kZooTolerance).ok();
   }
 };
 
+// dyn_block (x, y [batch, 8, 8, 16] -> relu(conv(x) + y)) at one batch size.
+struct DynCase : SizedCase {
+  explicit DynCase(int64_t n) : SizedCase(OPFUSE_DYN_BLOCK, {{"batch", n}}, uint64_t(n)) {}
+};
+
 }  // namespace
 
 TEST_CASE("a dynamic batch: one library, any size in its range, checked shapes") {
   const Model m = Model::open(kLibs + "/dynamic/dyn_block.so");
-  REQUIRE(m.dynamic());
-  CHECK(m.dynamic()->symbol == "batch");
-  CHECK(m.dynamic()->min == 1);
-  CHECK(m.dynamic()->max == 8);
+  REQUIRE(m.dynamic_dims().size() == 1);
+  REQUIRE(m.dynamic("batch"));
+  CHECK(m.dynamic("batch")->min == 1);
+  CHECK(m.dynamic("batch")->max == 8);
+  CHECK(m.dynamic("batch")->sizes.empty());
+  CHECK_FALSE(m.dynamic("seq"));
   CHECK(m.input("x").shape == std::vector<int64_t>{-1, 8, 8, 16});
   CHECK(m.input("x").dim_names == std::vector<std::string>{"batch", "", "", ""});
   CHECK(m.output("act").shape == std::vector<int64_t>{-1, 8, 8, 16});
@@ -296,9 +307,111 @@ TEST_CASE("a dynamic batch from 8 threads at mixed sizes: every answer right") {
   CHECK(wrong == 0);
 }
 
+namespace {
+
+// dyn_seq (x [batch, seq, 16], m [seq, 8] -> softmax over seq of linear(x) + m) at one size.
+struct SeqCase : SizedCase {
+  SeqCase(int64_t batch, int64_t seq)
+      : SizedCase(OPFUSE_DYN_SEQ, {{"batch", batch}, {"seq", seq}}, uint64_t(10 * batch + seq)) {}
+};
+
+}  // namespace
+
+TEST_CASE("a dynamic batch and a listed sequence length in one library") {
+  const Model m = Model::open(kLibs + "/dynamic/dyn_seq.so");
+  REQUIRE(m.dynamic_dims().size() == 2);
+  REQUIRE(m.dynamic("batch"));
+  CHECK(m.dynamic("batch")->min == 1);
+  CHECK(m.dynamic("batch")->max == 5);
+  CHECK(m.dynamic("batch")->sizes.empty());
+  REQUIRE(m.dynamic("seq"));
+  CHECK(m.dynamic("seq")->sizes == std::vector<int64_t>{3, 6});
+  CHECK(m.input("x").shape == std::vector<int64_t>{-1, -1, 16});
+  CHECK(m.input("x").dim_names == std::vector<std::string>{"batch", "seq", ""});
+  CHECK(m.input("m").dim_names == std::vector<std::string>{"seq", ""});
+  CHECK(m.output("attn").dim_names == std::vector<std::string>{"batch", "seq", ""});
+  // Batches 3 and 5 are slices (functions at 1 and 2), at each listed length.
+  for (int64_t seq : {3, 6}) {
+    for (int64_t batch : {1, 2, 3, 5}) {
+      const SeqCase c(batch, seq);
+      CHECK_MESSAGE(c.matches(m.run(c.inputs()).at("attn")), "batch " << batch << ", seq " << seq);
+    }
+  }
+  const SeqCase three(3, 3), six(3, 6), four(2, 4);
+  CHECK(error_of([&] {
+          m.run(four.inputs());
+        }).find("has seq = 4, not one of the sizes the library was compiled for: 3, 6") !=
+        std::string::npos);
+  std::map<std::string, runtime::Tensor> mixed = three.inputs();
+  mixed["m"] = six.inputs().at("m");
+  CHECK(error_of([&] { m.run(mixed); }).find("input 'm' has seq = 6 but input 'x' has 3") !=
+        std::string::npos);
+  const SeqCase big(6, 3);
+  CHECK(error_of([&] {
+          m.run(big.inputs());
+        }).find("has batch = 6, outside the sizes the library was compiled for, 1..5") !=
+        std::string::npos);
+  // The entry point checks for itself, for callers of the C ABI: sequences that disagree, and
+  // a length it has no function for.
+  std::vector<float> out(3 * 6 * 8);
+  {
+    runtime::HostBuffers bufs(
+        {mixed.at("x"), mixed.at("m"), runtime::Tensor::f32(out.data(), {3, 3, 8})});
+    void* argv[] = {&bufs[0], &bufs[1], &bufs[2]};
+    CHECK(m.entry()(argv) != 0);
+  }
+  {
+    const auto in = four.inputs();
+    runtime::HostBuffers bufs(
+        {in.at("x"), in.at("m"), runtime::Tensor::f32(out.data(), {2, 4, 8})});
+    void* argv[] = {&bufs[0], &bufs[1], &bufs[2]};
+    CHECK(m.entry()(argv) != 0);
+  }
+  {  // and runs a right call through the C ABI too
+    const auto in = six.inputs();
+    runtime::HostBuffers bufs(
+        {in.at("x"), in.at("m"), runtime::Tensor::f32(out.data(), {3, 6, 8})});
+    void* argv[] = {&bufs[0], &bufs[1], &bufs[2]};
+    REQUIRE(m.entry()(argv) == 0);
+    const auto& w = six.want.at("attn");
+    CHECK(reference::compare(out, w.data, testing::kZooTolerance).ok());
+  }
+}
+
+TEST_CASE("a library's dynamic dimensions as the command line gives them to the generator") {
+  const generators::Dispatch d =
+      generators::parse_dispatch("batch:1..16:4,1,2;seq:exact:128,32,77");
+  REQUIRE(d.dims.size() == 2);
+  CHECK(d.dims[0].symbol == "batch");
+  CHECK_FALSE(d.dims[0].exact);
+  CHECK(d.dims[0].min == 1);
+  CHECK(d.dims[0].max == 16);
+  CHECK(d.dims[0].sizes == std::vector<int64_t>{1, 2, 4});
+  CHECK(d.dims[1].exact);
+  CHECK(d.dims[1].min == 32);
+  CHECK(d.dims[1].max == 128);
+  CHECK(generators::dispatch_to_string(d) == "batch:1..16:1,2,4;seq:exact:32,77,128");
+  const auto combos = d.combinations();
+  REQUIRE(combos.size() == 9);
+  CHECK(combos[0] == std::vector<int64_t>{1, 32});
+  CHECK(combos[1] == std::vector<int64_t>{1, 77});
+  CHECK(combos[3] == std::vector<int64_t>{2, 32});
+  CHECK(generators::dispatch_function("gpt2", combos[5]) == "gpt2_b2x128_impl");
+  CHECK(generators::dispatch_function("gpt2", {4}) == "gpt2_b4_impl");
+  auto refused = [](const std::string& text) {
+    return error_of([&] { generators::parse_dispatch(text); });
+  };
+  CHECK(refused("batch:1..8:1,2;n:1..4:1").find("more than one range") != std::string::npos);
+  CHECK(refused("batch:1..8:1;batch:exact:3").find("batch twice") != std::string::npos);
+  CHECK(refused("batch:1..8:2,4").find("the sizes must include 1") != std::string::npos);
+  CHECK(refused("seq:exact:32,32").find("a size twice") != std::string::npos);
+  CHECK(refused("seq:exact:").find("in 'seq:exact:'") != std::string::npos);
+  CHECK(refused("batch:1..8:1;").find("malformed in ''") != std::string::npos);
+}
+
 TEST_CASE("a symbolic batch built at one size by CMake (DIMS batch=3)") {
   const Model& m = runtime::Registry::global().find("dyn_block_b3", "fused", "host").function();
-  CHECK(m.dynamic() == nullptr);
+  CHECK(m.dynamic_dims().empty());
   CHECK(m.input("x").shape == std::vector<int64_t>{3, 8, 8, 16});
   const DynCase c(3);
   CHECK(c.matches(m.run(c.inputs()).at("act")));
