@@ -36,17 +36,58 @@ struct Job {
   void* user_context;
   int min, size;
   uint8_t* closure;
-  std::atomic<int> next{0}, done{0}, error{0};
+  std::atomic<int> done{0}, error{0};
+  // Per thread slot (the caller 0, worker k k), its share of the tasks: a contiguous range,
+  // packed as lo | hi << 32, taken from the front by its owner and from the back by others.
+  // Why shares: a group's tiles are runs of rows (or channels) in task order, so thread k
+  // computes about the same part of every tensor in every loop, and the next group reads
+  // what it wrote from its own caches. Claimed from one counter, the first thread to arrive
+  // took the first tasks and the halves landed on either core by chance. Runs alternated,
+  // 2 Zen 5 cores, AOT libraries: MobileNetV2 x0.93-0.96 (4 pairs), ResNet-18 and
+  // EfficientNet-B0 unchanged (x0.95-1.09).
+  std::vector<std::atomic<uint64_t>> ranges;
 
-  // Claims and runs tasks until none is left.
-  void work() {
-    for (int i; (i = next.fetch_add(1)) < size;) {
-      const int r = f(user_context, min + i, closure);
-      if (r != 0) {
-        int zero = 0;
-        error.compare_exchange_strong(zero, r);
+  Job(ParTask f, void* uc, int min, int size, uint8_t* closure, int slots)
+      : f(f), user_context(uc), min(min), size(size), closure(closure), ranges(size_t(slots)) {
+    for (int t = 0; t < slots; ++t) {
+      const uint64_t lo = uint64_t(int64_t(size) * t / slots);
+      const uint64_t hi = uint64_t(int64_t(size) * (t + 1) / slots);
+      ranges[size_t(t)].store(lo | hi << 32);
+    }
+  }
+
+  bool claim(int slot, bool front, int& i) {
+    std::atomic<uint64_t>& r = ranges[size_t(slot)];
+    uint64_t v = r.load();
+    for (;;) {
+      const uint32_t lo = uint32_t(v), hi = uint32_t(v >> 32);
+      if (lo >= hi) return false;
+      const uint64_t next =
+          front ? uint64_t(lo + 1) | uint64_t(hi) << 32 : uint64_t(lo) | uint64_t(hi - 1) << 32;
+      if (r.compare_exchange_weak(v, next)) {
+        i = int(front ? lo : hi - 1);
+        return true;
       }
-      done.fetch_add(1, std::memory_order_release);
+    }
+  }
+
+  void run_task(int i) {
+    const int r = f(user_context, min + i, closure);
+    if (r != 0) {
+      int zero = 0;
+      error.compare_exchange_strong(zero, r);
+    }
+    done.fetch_add(1, std::memory_order_release);
+  }
+
+  // Runs this slot's own tasks in order, then takes what is left of the others' from their
+  // backs (a thread that is late, or descheduled, holds no one up).
+  void work(int slot) {
+    const int slots = int(ranges.size());
+    int i;
+    while (claim(slot, true, i)) run_task(i);
+    for (int k = 1; k < slots; ++k) {
+      while (claim((slot + k) % slots, false, i)) run_task(i);
     }
   }
 };
@@ -59,7 +100,7 @@ class Pool {
     const int hw = int(std::max(1u, std::thread::hardware_concurrency()));
     threads_ = std::max(1, env_int("HL_NUM_THREADS", hw));
     spin_us_ = env_int("OPFUSE_SPIN_US", 1000);
-    for (int i = 1; i < threads_; ++i) std::thread([this] { worker(); }).detach();
+    for (int i = 1; i < threads_; ++i) std::thread([this, i] { worker(i); }).detach();
   }
 
   int threads() const { return threads_; }
@@ -78,7 +119,7 @@ class Pool {
     if (threads_ == 1 || size == 1 || t_in_task) return serially();
     std::unique_lock<std::mutex> one(loop_mutex_, std::try_to_lock);
     if (!one.owns_lock()) return serially();
-    Job job{f, uc, min, size, closure};
+    Job job(f, uc, min, size, closure, threads_);
     current_.store(&job);
     generation_.fetch_add(1);
     if (sleeping_.load() > 0) {
@@ -86,7 +127,7 @@ class Pool {
       wake_.notify_all();
     }
     t_in_task = true;
-    job.work();
+    job.work(0);
     t_in_task = false;
     while (job.done.load(std::memory_order_acquire) < size) cpu_relax();
     // No worker may still hold the job once this returns (it lives on this stack): a worker
@@ -97,7 +138,7 @@ class Pool {
   }
 
  private:
-  void worker() {
+  void worker(int slot) {
     t_in_task = true;
     uint64_t seen = generation_.load();
     for (;;) {
@@ -115,7 +156,7 @@ class Pool {
       }
       seen = generation_.load();
       in_flight_.fetch_add(1);
-      if (Job* job = current_.load()) job->work();
+      if (Job* job = current_.load()) job->work(slot);
       in_flight_.fetch_sub(1);
     }
   }

@@ -12,6 +12,9 @@
 // process, 2 Zen 4 cores): EfficientNet-B0 14.3 -> 11.7 ms, MobileNetV2 9.98 -> 9.72,
 // ResNet-18 27.5 -> 27.2.
 //
+// A loop's tasks are shared out as contiguous runs, one a thread, each taken in order by its
+// owner and from its far end by a thread that has finished its own (thread_pool.cpp says why).
+//
 // The pool has HL_NUM_THREADS threads (the caller counted), else one per online CPU, as
 // Halide's own; OPFUSE_THREAD_POOL=halide keeps Halide's pool. A parallel loop inside a task,
 // or one started while another thread's loop runs, runs serially on its caller.
