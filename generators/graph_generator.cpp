@@ -210,10 +210,10 @@ class GraphGenerator : public Generator<GraphGenerator> {
     std::map<std::string, Func> sources;
     for (auto& [name, in] : inputs_) {
       sources[name] = Func(*in);
-      if (const int block = stored_block(name); block > 0) {  // rank 5: seen as the rank-4 weights
+      if (const int block = stored_block(name); block > 0) {  // rank 6: seen as the rank-4 weights
         Func w(ops::halide_safe_name(name) + "_unpacked");
         const std::vector<Var> v = ops::halide_args(ops::make_vars(4));
-        w(v) = Func(*in)(ops::packed_weight_index(v, block));
+        w(v) = Func(*in)(ops::packed_weight_index(v, block, graph_.tensor(name).shape[1]));
         sources[name] = w;
       }
     }

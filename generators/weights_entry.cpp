@@ -97,6 +97,7 @@ void write_weights_entry(const std::string& prefix, const graph::Graph& g,
     e.layout = layout_of(a.tensor);
     if (e.layout != weights::kRowMajor) {
       e.block = uint8_t(block_of(a.tensor));
+      if (e.block > 0) e.chunk = uint8_t(ops::conv_weight_chunk(t.shape[1]));
       values.back() = ops::pack_conv_weights(values.back(), e.block);
     }
     std::snprintf(e.name, sizeof e.name, "%s", a.c_name.c_str());
@@ -149,8 +150,9 @@ void write_weights_entry(const std::string& prefix, const graph::Graph& g,
             << a.type.bits() << ", " << t.shape.size() << ", {";
       for (size_t d = 0; d < t.shape.size(); ++d) table << (d ? ", " : "") << t.shape[d];
       const uint8_t layout = layout_of(a.tensor);
-      table << "}, " << layout_name(layout) << ", "
-            << (layout == weights::kCoutBlocked ? block_of(a.tensor) : 0) << "},\n";
+      const bool blocked = layout == weights::kCoutBlocked;
+      table << "}, " << layout_name(layout) << ", " << (blocked ? block_of(a.tensor) : 0) << ", "
+            << (blocked ? ops::conv_weight_chunk(t.shape[1]) : 0) << "},\n";
       plan << weight++ << ", ";
     } else {
       plan << -1 - user << ", ";
@@ -481,11 +483,12 @@ int load(const std::string& path) {
       l->dims[i][d] = halide_dimension_t{0, int32_t(e.dims[e.rank - 1 - d]), stride, 0};
       stride *= int32_t(e.dims[e.rank - 1 - d]);
     }
-    if (e.layout == w::kCoutBlocked) {  // Halide dims (lane, kw, kh, ci, block), dense
-      const int32_t extents[5] = {int32_t(e.block), int32_t(e.dims[3]), int32_t(e.dims[2]),
-                                  int32_t(e.dims[1]), int32_t(e.dims[0] / e.block)};
-      b.dimensions = 5;
-      for (int d = 0, s = 1; d < 5; s *= extents[d], ++d) {
+    if (e.layout == w::kCoutBlocked) {  // Halide dims (lane, ci in chunk, kw, kh, chunk, block)
+      const int32_t extents[6] = {int32_t(e.block), int32_t(e.chunk), int32_t(e.dims[3]),
+                                  int32_t(e.dims[2]), int32_t(e.dims[1] / e.chunk),
+                                  int32_t(e.dims[0] / e.block)};
+      b.dimensions = 6;
+      for (int d = 0, s = 1; d < 6; s *= extents[d], ++d) {
         l->dims[i][d] = halide_dimension_t{0, extents[d], s, 0};
       }
     }

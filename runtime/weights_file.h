@@ -21,13 +21,14 @@
 namespace opfuse::weights {
 
 constexpr char kMagic[8] = {'O', 'P', 'F', 'U', 'S', 'E', 'W', 'T'};
-constexpr uint32_t kVersion = 2;  // 2: kCoutBlocked and Entry::block
+constexpr uint32_t kVersion = 3;  // 2: kCoutBlocked and Entry::block; 3: Entry::chunk
 constexpr uint32_t kMaxRank = 8;
 constexpr uint32_t kMaxName = 231;  // an Entry of 320 bytes
 constexpr uint64_t kAlign = 64;
 // How a tensor's elements lie: row-major, or a convolution's [Cout, Cin, KH, KW] as the NHWC
 // kernels read it, stored so at build time (ops::pack_conv_weights): Cout fastest, then KW,
-// KH, Cin; or in blocks of `block` output channels, [Cout / block, Cin, KH, KW, block].
+// KH, Cin; or in blocks of `block` output channels, each in chunks of `chunk` input channels,
+// [Cout / block, Cin / chunk, KH, KW, chunk, block].
 constexpr uint8_t kRowMajor = 0, kCoutInnermost = 1, kCoutBlocked = 2;
 
 struct Header {
@@ -47,7 +48,8 @@ struct Entry {
   uint8_t rank;
   uint8_t layout;           // kRowMajor, kCoutInnermost or kCoutBlocked (a rank-4 conv weight)
   uint8_t block;            // kCoutBlocked: output channels a block; else 0
-  uint8_t reserved[3];
+  uint8_t chunk;            // kCoutBlocked: input channels a chunk; else 0
+  uint8_t reserved[2];
   int64_t dims[kMaxRank];   // row-major: the logical shape, whatever the layout
   uint64_t offset;
   uint64_t bytes;
@@ -86,6 +88,7 @@ struct Expected {
   int64_t dims[kMaxRank];
   uint8_t layout;
   uint8_t block;
+  uint8_t chunk;
 };
 
 inline uint64_t element_bytes(const Expected& e) { return e.bits / 8; }
@@ -152,7 +155,7 @@ inline std::string validate(const unsigned char* file, uint64_t size, const std:
       return where + tensor + " is named '" + e.name + "' in the file";
     }
     bool same = e.dtype == x.dtype && e.bits == x.bits && e.rank == x.rank &&
-                e.layout == x.layout && e.block == x.block;
+                e.layout == x.layout && e.block == x.block && e.chunk == x.chunk;
     for (uint8_t d = 0; same && d < x.rank && d < kMaxRank; ++d) same = e.dims[d] == x.dims[d];
     if (!same || e.bytes != tensor_bytes(x)) {
       return where + tensor + " has another dtype, shape or layout in the file than the model's";

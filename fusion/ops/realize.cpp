@@ -26,9 +26,12 @@ int conv_weight_block(const graph::Shape& weights, int lanes) {
   return weights.size() == 4 && lanes > 1 && weights[0] % lanes == 0 ? lanes : 0;
 }
 
+int conv_weight_chunk(int64_t cin) { return cin > 32 && cin % 32 == 0 ? 32 : int(cin); }
+
 std::vector<int> packed_weight_extents(const graph::Shape& w, int block) {
   if (block == 0) return halide_extents(w);
-  return {block, int(w[3]), int(w[2]), int(w[1]), int(w[0] / block)};
+  const int c = conv_weight_chunk(w[1]);
+  return {block, c, int(w[3]), int(w[2]), int(w[1] / c), int(w[0] / block)};
 }
 
 Buffer<> pack_conv_weights(const Buffer<>& weights, int block) {
@@ -41,25 +44,25 @@ Buffer<> pack_conv_weights(const Buffer<>& weights, int block) {
     packed.copy_from(weights);
     return packed;
   }
-  // The weights seen through the packed buffer's dims (lane, kw, kh, ci, block): a view
-  // with the same elements, copied into a dense buffer of those dims.
+  // The weights seen through the packed buffer's dims (lane, ci in its chunk, kw, kh, chunk,
+  // block): a view with the same elements, copied into a dense buffer of those dims.
+  const int c = conv_weight_chunk(ci);
   const int s[4] = {weights.dim(0).stride(), weights.dim(1).stride(), weights.dim(2).stride(),
                     weights.dim(3).stride()};
-  halide_dimension_t view[5] = {{0, block, s[3], 0},
-                                {0, kw, s[0], 0},
-                                {0, kh, s[1], 0},
-                                {0, ci, s[2], 0},
-                                {0, co / block, s[3] * block, 0}};
-  Buffer<> seen(weights.type(), const_cast<void*>(static_cast<const void*>(weights.data())), 5,
+  halide_dimension_t view[6] = {{0, block, s[3], 0},      {0, c, s[2], 0},
+                                {0, kw, s[0], 0},         {0, kh, s[1], 0},
+                                {0, ci / c, s[2] * c, 0}, {0, co / block, s[3] * block, 0}};
+  Buffer<> seen(weights.type(), const_cast<void*>(static_cast<const void*>(weights.data())), 6,
                 view);
-  Buffer<> packed(weights.type(), {block, kw, kh, ci, co / block});
+  Buffer<> packed(weights.type(), {block, c, kw, kh, ci / c, co / block});
   packed.copy_from(seen);
   return packed;
 }
 
-std::vector<Expr> packed_weight_index(const std::vector<Var>& a, int block) {
+std::vector<Expr> packed_weight_index(const std::vector<Var>& a, int block, int64_t cin) {
   if (block == 0) return {a[0], a[1], a[2], a[3]};
-  return {a[3] % block, a[0], a[1], a[2], a[3] / block};
+  const int c = conv_weight_chunk(cin);
+  return {a[3] % block, a[2] % c, a[0], a[1], a[2] / c, a[3] / block};
 }
 
 Func buffer_source(const std::string& name, Buffer<>& b, const graph::Shape& shape, bool pack,
@@ -69,7 +72,7 @@ Func buffer_source(const std::string& name, Buffer<>& b, const graph::Shape& sha
   if (pack && shape.size() == 4) {
     const int block = conv_weight_block(shape, lanes);
     b = pack_conv_weights(b, block);
-    f(args) = b(packed_weight_index(args, block));
+    f(args) = b(packed_weight_index(args, block, shape[1]));
   } else {
     f(args) = b(std::vector<Expr>(args.begin(), args.end()));
   }

@@ -27,23 +27,29 @@ std::map<std::string, Halide::Func> buffer_sources(
 // Conv weights [Cout, Cin, KH, KW] (Halide dims kw, kh, ci, co) as an NHWC convolution's
 // register block reads them, packed once from known values instead of on every call: one
 // vector load of output channels per (ci, kw, kh). Where Cout is a multiple of the target's
-// vector lanes, in blocks of `lanes` output channels, each block's weights contiguous: rank
-// 5, dims (lane, kw, kh, ci, block), so that a reduction chunk of input channels
-// (schedules::RegisterBlock::reduction_chunk) reads one contiguous run of KH KW c vectors.
-// A channel block then streams its weights front to back; Cout innermost (rank 4), a block
-// of 16-32 channels reads 64-128 bytes every Cout floats, which the hardware prefetchers do
-// not follow. ResNet-18's 512-channel convs stream 9.4 MB of weights each from DRAM. Blocked
-// against Cout innermost, runs alternated in one process, 2 Zen 5 cores (AVX-512): ResNet-18
-// x0.96 (twice), MobileNetV2 x0.94 and x0.99, EfficientNet-B0 x0.96 and x0.97. With ci
-// fastest instead ((lane, ci, kw, kh, block), the unchunked loop order), a chunk reads KH KW
-// runs Cin vectors apart, and ResNet-18 measured no gain.
-// Elsewhere (Cout not a multiple of the lanes, whose blocks ShiftInwards onto unaligned
-// channels) Cout innermost. conv_weight_block: the block, 0 for Cout innermost.
+// vector lanes, in blocks of `lanes` output channels, and within a block in chunks of
+// conv_weight_chunk(Cin) input channels: rank 6, dims (lane, ci in its chunk, kw, kh, chunk,
+// block). That is the order a block's loops read them (schedules::RegisterBlock: input
+// channels innermost, then kw, kh; a reduction chunk of channels outermost), so a channel
+// block streams its weights front to back, which the hardware prefetchers follow; the
+// weights of a network too large for the caches (ResNet-18's 44.6 MB) come from DRAM on every
+// call. Runs alternated, 2 Zen 5 cores (AVX-512), ResNet-18 through the JIT: (lane, kw, kh,
+// ci, block), where a chunk's loop steps KH KW vectors at a time, 9.42-10.28 ms; chunk-major
+// 8.20-8.90 ms; four 512-channel 3x3 convs at 7x7 whose 37.6 MB of weights outgrow the L3,
+// 850 -> 640 us each (466 us with their weights cached). Before that, blocked against Cout
+// innermost: ResNet-18 x0.96 (twice), MobileNetV2 x0.94 and x0.99, EfficientNet-B0 x0.96 and
+// x0.97. Elsewhere (Cout not a multiple of the lanes, whose blocks ShiftInwards onto
+// unaligned channels) Cout innermost. conv_weight_block: the block, 0 for Cout innermost.
 int conv_weight_block(const graph::Shape& weights, int lanes);
+// Input channels a chunk: 32 (the record's reduction chunk for 3x3 convs on AVX2 and
+// AVX-512, whose blocks' weight slices then fill L1; and 1-2 KB runs where a block reads all
+// of Cin at once) where Cin is a larger multiple of 32, else all of Cin.
+int conv_weight_chunk(int64_t cin);
 Halide::Buffer<> pack_conv_weights(const Halide::Buffer<>& weights, int block);
-// Where the weight (kw, kh, ci, co) lies in pack_conv_weights' buffer.
+// Where the weight (kw, kh, ci, co) lies in pack_conv_weights' buffer of weights with `cin`
+// input channels.
 std::vector<Halide::Expr> packed_weight_index(const std::vector<Halide::Var>& kw_kh_ci_co,
-                                              int block);
+                                              int block, int64_t cin);
 // The rank and extents (Halide's order) of pack_conv_weights' buffer.
 std::vector<int> packed_weight_extents(const graph::Shape& weights, int block);
 // A Func `name` of a tensor of `shape` held in `b`, as lower() reads it. With `pack` (conv

@@ -443,40 +443,54 @@ TEST_CASE("f16 inputs: the Halide-free conversion rounds as Halide's float16_t d
 }
 
 TEST_CASE("conv weights packed for NHWC register blocks read back as the weights") {
-  // [Cout, Cin, KH, KW] = [48, 5, 3, 2]: blocks of 8 and 16 lanes (Cout a multiple), Cout
-  // innermost for 32 lanes (not one), and rank 4 or 5 as packed_weight_extents says.
-  const Shape shape = {48, 5, 3, 2};
-  Halide::Buffer<float> w(opfuse::ops::halide_extents(shape));
-  w.for_each_element([&](int kw, int kh, int ci, int co) {
-    w(kw, kh, ci, co) = float(((co * 5 + ci) * 3 + kh) * 2 + kw);
-  });
-  for (int lanes : {8, 16, 32}) {
-    CAPTURE(lanes);
-    const int block = opfuse::ops::conv_weight_block(shape, lanes);
-    CHECK(block == (lanes == 32 ? 0 : lanes));
-    Halide::Buffer<> packed = opfuse::ops::pack_conv_weights(w, block);
-    const std::vector<int> extents = opfuse::ops::packed_weight_extents(shape, block);
-    REQUIRE(packed.dimensions() == int(extents.size()));
-    for (int d = 0; d < packed.dimensions(); ++d) CHECK(packed.dim(d).extent() == extents[d]);
-    if (block > 0) {
-      // A block's weights lie together, its lanes, then kw, kh, ci.
-      Halide::Buffer<float> p(packed);
-      CHECK(p(1, 0, 0, 0, 0) == w(0, 0, 0, 1));
-      CHECK(p(0, 1, 0, 0, 0) == w(1, 0, 0, 0));
-      CHECK(p(0, 0, 0, 1, 0) == w(0, 0, 1, 0));
-      CHECK(p(0, 0, 0, 0, 1) == w(0, 0, 0, block));
-      CHECK(&p(0, 0, 1, 0, 0) - &p(0, 0, 0, 0, 0) == block * 2);
-      CHECK(&p(0, 0, 0, 0, 1) - &p(0, 0, 0, 0, 0) == block * 2 * 3 * 5);
-    }
-    Halide::Func f;
-    const std::vector<Halide::Var> v = opfuse::ops::halide_args(opfuse::ops::make_vars(4));
-    f(v) = packed(opfuse::ops::packed_weight_index(v, block));
-    Halide::Buffer<float> back = f.realize(opfuse::ops::halide_extents(shape));
-    int wrong = 0;
-    back.for_each_element([&](int kw, int kh, int ci, int co) {
-      wrong += back(kw, kh, ci, co) != w(kw, kh, ci, co);
+  // [Cout, Cin, KH, KW] = [48, Cin, 3, 2]: blocks of 8 and 16 lanes (Cout a multiple), Cout
+  // innermost for 32 lanes (not one), and rank 4 or 6 as packed_weight_extents says; Cin 5
+  // in one chunk, 64 in two of 32.
+  for (int64_t cin : {5, 64}) {
+    const Shape shape = {48, cin, 3, 2};
+    const int chunk = opfuse::ops::conv_weight_chunk(cin);
+    CHECK(chunk == (cin == 64 ? 32 : 5));
+    Halide::Buffer<float> w(opfuse::ops::halide_extents(shape));
+    w.for_each_element([&](int kw, int kh, int ci, int co) {
+      w(kw, kh, ci, co) = float(((co * cin + ci) * 3 + kh) * 2 + kw);
     });
-    CHECK(wrong == 0);
+    for (int lanes : {8, 16, 32}) {
+      CAPTURE(cin);
+      CAPTURE(lanes);
+      const int block = opfuse::ops::conv_weight_block(shape, lanes);
+      CHECK(block == (lanes == 32 ? 0 : lanes));
+      Halide::Buffer<> packed = opfuse::ops::pack_conv_weights(w, block);
+      const std::vector<int> extents = opfuse::ops::packed_weight_extents(shape, block);
+      REQUIRE(packed.dimensions() == int(extents.size()));
+      CHECK(packed.dimensions() == (block > 0 ? 6 : 4));
+      for (int d = 0; d < packed.dimensions(); ++d) CHECK(packed.dim(d).extent() == extents[d]);
+      if (block > 0) {
+        // A block's weights lie together: its lanes, then the chunk's input channels, kw,
+        // kh, then the chunks; the order its loops read them in.
+        Halide::Buffer<float> p(packed);
+        CHECK(p(1, 0, 0, 0, 0, 0) == w(0, 0, 0, 1));
+        CHECK(p(0, 1, 0, 0, 0, 0) == w(0, 0, 1, 0));
+        CHECK(p(0, 0, 1, 0, 0, 0) == w(1, 0, 0, 0));
+        CHECK(p(0, 0, 0, 1, 0, 0) == w(0, 1, 0, 0));
+        CHECK(p(0, 0, 0, 0, 0, 1) == w(0, 0, 0, block));
+        CHECK(&p(0, 1, 0, 0, 0, 0) - &p(0, 0, 0, 0, 0, 0) == block);
+        CHECK(&p(0, 0, 1, 0, 0, 0) - &p(0, 0, 0, 0, 0, 0) == block * chunk);
+        CHECK(&p(0, 0, 0, 0, 0, 1) - &p(0, 0, 0, 0, 0, 0) == block * cin * 3 * 2);
+        if (cin == 64) {
+          CHECK(p(0, 0, 0, 0, 1, 0) == w(0, 0, 32, 0));
+          CHECK(&p(0, 0, 0, 0, 1, 0) - &p(0, 0, 0, 0, 0, 0) == block * 32 * 3 * 2);
+        }
+      }
+      Halide::Func f;
+      const std::vector<Halide::Var> v = opfuse::ops::halide_args(opfuse::ops::make_vars(4));
+      f(v) = packed(opfuse::ops::packed_weight_index(v, block, cin));
+      Halide::Buffer<float> back = f.realize(opfuse::ops::halide_extents(shape));
+      int wrong = 0;
+      back.for_each_element([&](int kw, int kh, int ci, int co) {
+        wrong += back(kw, kh, ci, co) != w(kw, kh, ci, co);
+      });
+      CHECK(wrong == 0);
+    }
   }
 }
 
