@@ -272,7 +272,8 @@ void weights_and(Loaded* l, void** user, void** all) {
         << "// Per dimension, per caller argument: a bit per row-major axis that is the symbol.\n"
         << "const unsigned kAxes[][kUserArgs] = {" << masks.str() << "};\n"
         << "const char* const kNames[] = {" << names.str() << "};\n"
-        << "const char* const kDescribed = " << c_string(described) << ";\n\n"
+        << "const char* const kDescribed = " << c_string(described) << ";\n"
+        << "const char* const kModel = " << c_string(name) << ";\n\n"
         << R"(std::string listed(int d) {
   std::string s;
   for (size_t k = 0; k < kCount[d]; ++k) s += (k ? ", " : "") + std::to_string(kSizes[d][k]);
@@ -293,15 +294,13 @@ int run(Loaded* l, void** args) {
       if (!kAxes[d][i]) continue;
       const auto* b = static_cast<const halide_buffer_t*>(args[i]);
       if (!b || (d == kSliced && !b->host)) {
-        return fail(std::string(")"
-        << name << R"(: argument '") + kNames[i] +
+        return fail(std::string(kModel) + ": argument '" + kNames[i] +
                     "' is no buffer with host memory; bounds queries are not supported");
       }
       for (int axis = 0; axis < 32; ++axis) {
         if (!(kAxes[d][i] & (1u << axis))) continue;
         if (b->dimensions <= axis) {
-          return fail(std::string(")"
-        << name << R"(: argument '") + kNames[i] +
+          return fail(std::string(kModel) + ": argument '" + kNames[i] +
                       "' is no buffer of the model's rank");
         }
         const int64_t e = b->dim[b->dimensions - 1 - axis].extent;
@@ -309,8 +308,7 @@ int run(Loaded* l, void** args) {
           n[d] = e;
           from[d] = i;
         } else if (e != n[d]) {
-          return fail(std::string(")"
-        << name << R"(: '") + kNames[i] + "' has " + kSymbols[d] + " = " +
+          return fail(std::string(kModel) + ": '" + kNames[i] + "' has " + kSymbols[d] + " = " +
                       std::to_string(e) + " but '" + kNames[from[d]] + "' has " + std::to_string(n[d]));
         }
       }
@@ -319,13 +317,11 @@ int run(Loaded* l, void** args) {
     if (kExact[d]) {
       while (k < kCount[d] && kSizes[d][k] != n[d]) ++k;
       if (k == kCount[d]) {
-        return fail(std::string(")"
-        << name << R"(: ") + kSymbols[d] + " = " + std::to_string(n[d]) +
+        return fail(std::string(kModel) + ": " + kSymbols[d] + " = " + std::to_string(n[d]) +
                     " is not one of the sizes it was compiled for: " + listed(d));
       }
     } else if (n[d] < kMin[d] || n[d] > kMax[d]) {
-      return fail(std::string(")"
-        << name << R"(: ") + kSymbols[d] + " = " + std::to_string(n[d]) +
+      return fail(std::string(kModel) + ": " + kSymbols[d] + " = " + std::to_string(n[d]) +
                   " is outside the sizes it was compiled for, " + std::to_string(kMin[d]) + ".." +
                   std::to_string(kMax[d]));
     }
