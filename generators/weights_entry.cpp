@@ -388,8 +388,7 @@ void describe(halide_filter_argument_t* user) {
 // Per dynamic dimension, ';' between them: "SYMBOL MIN MAX" (every size in MIN..MAX) or
 // "SYMBOL MIN MAX S1,S2,..." (those sizes only), then "@ARG.AXIS,...": the caller's arguments
 // (inputs, then outputs, from 0) and their row-major axes that are the symbol.
-extern "C" const char* )"
-        << name << R"(_dynamic() {
+extern "C" const char* )" << name << R"(_dynamic() {
   return kDescribed;
 }
 
