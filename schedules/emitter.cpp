@@ -39,33 +39,44 @@ class Applier {
   }
 
  private:
+  static bool in_root_loops(const NodeSchedule& n) { return n.block && n.block->in_root_loops; }
+
   void apply_group(const schedules::GroupSchedule& g) {
     std::map<std::string, LoopLevel> level;  // root node -> where its tile's members go
     std::map<std::string, Func> root_func;
+    std::set<std::string> block_roots;  // roots whose loops are an anchor's register blocks
+    for (const NodeSchedule& n : g.nodes) {
+      if (in_root_loops(n)) block_roots.insert(n.root);
+    }
     for (const NodeSchedule& n : g.nodes) {
       if (n.placement != Placement::root && n.placement != Placement::materialized) continue;
       const ops::LoweredNode& ln = *lowered_.at(n.node);
       Func root;
       if (n.output >= 0) {
         root = p_.outputs[size_t(n.output)];  // the Output computes it directly
-        if (!n.register_blocked) ln.output().compute_inline();
+        if (!n.register_blocked || in_root_loops(n)) ln.output().compute_inline();
+      } else if (in_root_loops(n)) {
+        root = ln.output();  // its own loops are the blocks
+        root.compute_root();
       } else {
         // An anchor through a wrapper, so that its register blocks run in the wrapper's tiles.
         root = n.register_blocked ? ln.output().in() : ln.output();
         root.compute_root();
       }
-      LoopLevel at = apply_tiling(root, n.tiling, n.members_per_row);
+      // Blocks vectorise the root's dim 0 themselves (block_anchor).
+      LoopLevel at = apply_tiling(root, n.tiling, n.members_per_row, !block_roots.count(n.node));
       if (!n.compute_with.empty()) root.compute_with(root_func.at(n.compute_with), Var("tiles"));
-      if (n.register_blocked) ln.output().compute_at(at);
-      apply_helpers(ln, n, at, g);
+      if (n.register_blocked && !in_root_loops(n)) ln.output().compute_at(at);
       level.emplace(n.node, at);
       root_func.emplace(n.node, root);
+      root_loops_.insert_or_assign(n.node, RootLoops{root, n.tiling});
+      apply_helpers(ln, n, at, g);
     }
     for (const NodeSchedule& n : g.nodes) {
       if (n.placement == Placement::root || n.placement == Placement::materialized) continue;
       const ops::LoweredNode& ln = *lowered_.at(n.node);
       const LoopLevel& at = level.at(n.root);
-      if (n.placement == Placement::inlined) {
+      if (n.placement == Placement::inlined || in_root_loops(n)) {
         ln.output().compute_inline();
       } else {
         ln.output().compute_at(at);
@@ -80,7 +91,7 @@ class Applier {
   //
   //   rows:  for tiles (parallel): for in_tile (1 trip): [members] for ... split_dim's
   //          inner part, dims below, dim 0 vectorised
-  LoopLevel apply_tiling(Func r, const Tiling& t, bool per_row) {
+  LoopLevel apply_tiling(Func r, const Tiling& t, bool per_row, bool vectorize = true) {
     std::vector<Var> args = r.args();
     const int k = int(args.size());
     if (t.kind == Tiling::Kind::gpu) {
@@ -108,7 +119,7 @@ class Applier {
       order.insert(order.end(), args.begin() + 1, args.end());
       order.push_back(to);
       r.reorder(order);
-      if (v > 1) r.vectorize(ti, v, TailStrategy::GuardWithIf);
+      if (v > 1 && vectorize) r.vectorize(ti, v, TailStrategy::GuardWithIf);
       return tile_level(r, to);
     }
     const int j = t.split_dim;
@@ -135,7 +146,7 @@ class Applier {
       r.fuse(par, args[d], f);
       par = f;
     }
-    if (v > 1) r.vectorize(args[0], v, TailStrategy::GuardWithIf);
+    if (v > 1 && vectorize) r.vectorize(args[0], v, TailStrategy::GuardWithIf);
     LoopLevel tiles = tile_level(r, par);
     if (per_row) return LoopLevel(r, j == 1 ? ti : args[1]);
     return tiles;
@@ -171,32 +182,70 @@ class Applier {
   //                                           (smaller where the tensor is smaller)
   //       acc[block] += a(r) * b(r)   <- 8 vector FMAs, one broadcast, two vector loads
   //     N[block] = acc[block]
-  void block_anchor(const graph::Node& n, Func node_func, Func acc, const schedules::RegisterBlock& b) {
-    std::vector<Var> a = node_func.args();
+  //
+  // With RegisterBlock::in_root_loops the blocks are the root's loops inside its tile, and
+  // the root (the anchor, or its inlined epilogue) stores each block from its accumulators.
+  void block_anchor(const graph::Node& n, const NodeSchedule& ns, Func node_func, Func acc,
+                    const schedules::RegisterBlock& b) {
+    std::vector<Var> a = node_func.args();  // the anchor's and its accumulator's
     std::vector<RVar> r = acc.rvars(0);
     const size_t vd = 0, ud = size_t(b.row_dim);
-    if (b.whole_dims) {
+    Func loops = node_func;  // whose loops are the blocks
+    std::vector<Var> la = a;
+    Var channels = a[vd], pixels = a[ud];
+    // Its dims above the pixel blocks that a tile holds (the channel-block loop goes outside
+    // them); the anchor's own loops: all but the outermost.
+    std::vector<VarOrRVar> above;
+    for (size_t d = ud + 1; d + 1 < a.size(); ++d) above.push_back(a[d]);
+    if (b.in_root_loops) {
+      const RootLoops& root = root_loops_.at(ns.root);
+      const Tiling& t = root.tiling;
+      loops = root.func;
+      la = loops.args();
+      // apply_tiling's names: "ti" is the part of the split dim inside a tile.
+      const bool rows_split = t.kind == Tiling::Kind::rows && t.split_dim == int(ud);
+      channels = t.kind == Tiling::Kind::column_chunks ? Var("ti") : la[vd];
+      pixels = rows_split ? Var("ti") : la[ud];
+      above.clear();
+      for (size_t d = ud + 1; d < la.size(); ++d) {
+        if (t.kind == Tiling::Kind::column_chunks || int(d) < t.split_dim) {
+          above.push_back(la[d]);
+        } else if (int(d) == t.split_dim) {
+          above.push_back(Var("ti"));
+        } else if (std::count(t.whole_dims.begin(), t.whole_dims.end(), int(d))) {
+          above.push_back(la[d]);
+        }
+      }
+    } else if (b.whole_dims) {
       const graph::Shape& shape = p_.graph->tensor(n.outputs[0]).shape;
       node_func.bound(a[vd], 0, int(shape[shape.size() - 1 - vd]))
           .bound(a[ud], 0, int(shape[shape.size() - 1 - ud]));
     }
     const int vw = b.lanes, width = b.lanes * b.vectors, rows = b.rows;
     Var o1("bo1"), i1("bi1"), v1("bv1"), i2("bi2"), o2("bo2"), q1("bq1");
-    node_func.split(a[vd], o1, i1, width).split(i1, v1, i2, vw).split(a[ud], o2, q1, rows);
+    loops.split(channels, o1, i1, width).split(i1, v1, i2, vw).split(pixels, o2, q1, rows);
     // The block (i2, v1, q1) innermost, then the block loops; NCHW's H lies between W and C.
     // With the channel blocks outside (NHWC), the pixel blocks of the whole tile (W blocks,
     // then H) run inside each channel block; the accumulator lives in the innermost.
     std::vector<VarOrRVar> block_order{i2, v1, q1};
     if (b.channel_blocks_outside) {
       block_order.push_back(o2);
-      for (size_t d = ud + 1; d + 1 < a.size(); ++d) block_order.push_back(a[d]);
+      block_order.insert(block_order.end(), above.begin(), above.end());
       block_order.push_back(o1);
     } else {
       block_order.push_back(o1);
-      for (size_t d = vd + 1; d < ud; ++d) block_order.push_back(a[d]);
+      for (size_t d = vd + 1; d < ud; ++d) block_order.push_back(la[d]);
       block_order.push_back(o2);
     }
-    node_func.reorder(block_order).vectorize(i2).unroll(v1).unroll(q1);
+    loops.reorder(block_order).vectorize(i2).unroll(v1).unroll(q1);
+    if (b.in_root_loops) {
+      // Halide partitions the outermost loop whose values reach the padding; through the
+      // shifted-inwards tile start that is the parallel tile loop, and the first and last
+      // tiles then ran whole with a bounds check on every load (ResNet-18's 56x56 3x3 convs
+      // 7% slower, its strided conv 18%). Partitioned inside the tile, as in the anchor's own
+      // loops, only the tile's border rows and blocks are checked.
+      loops.partition(Var("tiles"), Partition::Never).partition(Var("in_tile"), Partition::Never);
+    }
     Var p1("pa1"), q2("pq2"), p3("pa3"), q3("pq3");
     if (b.reduction_chunk > 0) {  // only with channel blocks outside and aligned blocks
       // A channel block's accumulators over the whole tile, its pixel blocks inside each
@@ -222,7 +271,7 @@ class Applier {
           .unroll(p3)
           .unroll(pi);
     } else {
-      acc.compute_at(node_func, b.channel_blocks_outside ? o2 : o1)
+      acc.compute_at(loops, b.channel_blocks_outside ? o2 : o1)
           .bound_extent(a[vd], width)
           .bound_extent(a[ud], rows);
       acc.split(a[vd], p1, q2, vw).vectorize(q2).unroll(p1).unroll(a[ud]);
@@ -278,7 +327,7 @@ class Applier {
       }
       if (role == "acc" && ns.register_blocked) {
         // Computed per register block of the node.
-        if (ns.block) block_anchor(n, ln.output(), f, *ns.block);
+        if (ns.block) block_anchor(n, ns, ln.output(), f, *ns.block);
         continue;
       }
       f.compute_at(at);
@@ -296,6 +345,12 @@ class Applier {
     }
   }
 
+  // A root's Func and tiling, for anchors whose blocks are its loops.
+  struct RootLoops {
+    Func func;
+    Tiling tiling;
+  };
+  std::map<std::string, RootLoops> root_loops_;
   const Pipeline& p_;
   const schedules::PipelineSchedule& s_;
   const bool gpu_;

@@ -173,7 +173,51 @@ class GroupScheduler {
     }
     s.nodes = std::move(roots);
     for (auto& m : members) s.nodes.push_back(std::move(m));
+    blocks_in_root_loops(s.nodes);
     return s;
+  }
+
+  // Which anchors run as their root's loops (RegisterBlock::in_root_loops): the root itself,
+  // or an anchor computed at its tile whose every path to the root is inlined elementwise
+  // ops of the anchor's shape. Not with reduction chunks (their accumulators are a tile-sized
+  // buffer anyway), nor under roots whose tile holds per-row members or shares its loop with
+  // a sibling, nor on a GPU.
+  void blocks_in_root_loops(std::vector<NodeSchedule>& nodes) const {
+    if (t_.gpu) return;
+    std::map<std::string, const NodeSchedule*> roots;
+    std::set<std::string> shared;  // roots whose tile loop another root joins
+    for (const NodeSchedule& n : nodes) {
+      if (n.placement == Placement::root || n.placement == Placement::materialized) {
+        roots[n.node] = &n;
+        if (!n.compute_with.empty()) shared.insert(n.compute_with);
+      }
+    }
+    // Tiles of whole blocks: chunks of columns guard their last, shorter chunk with an if,
+    // and a block computed there would read weights past the last channel.
+    auto loops_fit = [&](const NodeSchedule& r, const RegisterBlock& b) {
+      const Tiling& t = r.tiling;
+      return !r.members_per_row && r.compute_with.empty() && !shared.count(r.node) &&
+             ((t.kind == Tiling::Kind::rows && t.split_dim >= b.row_dim) ||
+              (t.kind == Tiling::Kind::column_chunks && r.extents[0] % t.factor == 0));
+    };
+    for (NodeSchedule& n : nodes) {
+      if (!n.block || n.block->whole_dims || n.block->reduction_chunk > 0) continue;
+      if (n.placement == Placement::root || n.placement == Placement::materialized) {
+        n.block->in_root_loops = loops_fit(n, *n.block);
+        continue;
+      }
+      if (n.placement != Placement::at_tile || !loops_fit(*roots.at(n.root), *n.block)) continue;
+      const graph::Shape& shape = tensor_of(n.node).shape;
+      bool epilogue = tensor_of(n.root).shape == shape;
+      walk_downstream(n.node, [&](const std::string& m) {
+        const auto k = ig_.kind(index_.at(m));
+        epilogue = epilogue && (m == n.root || inlined_.count(m)) &&
+                   (k == graph::FusionKind::elementwise || k == graph::FusionKind::broadcast) &&
+                   tensor_of(m).shape == shape;
+        return epilogue && m != n.root;
+      });
+      n.block->in_root_loops = epilogue;
+    }
   }
 
   // The tiling of a root of `extents` (Halide order), from the cost model's working-set
@@ -1021,6 +1065,7 @@ json record_json(const GroupSchedule& s, const TargetFacts& t) {
       if (n.block->pack_weights) jn["block"]["pack_weights"] = true;
       if (n.block->channel_blocks_outside) jn["block"]["channel_blocks_outside"] = true;
       if (n.block->reduction_chunk > 0) jn["block"]["reduction_chunk"] = n.block->reduction_chunk;
+      if (n.block->in_root_loops) jn["block"]["in_root_loops"] = true;
     }
     if (n.vectorize_row_reduction) jn["vectorize_row_reduction"] = true;
     if (n.row_kernels) jn["row_kernels"] = true;

@@ -128,6 +128,12 @@ struct RegisterBlock {
   // weight slice and an input slice that stay in L1 (see reduction_chunk() in
   // group_schedule.cpp).
   int reduction_chunk = 0;
+  // The anchor has no loops of its own: its root's loops inside a tile are the blocks (the
+  // root is the anchor, or an elementwise epilogue of the anchor's shape), the accumulators
+  // live per block and the root stores its values straight from them. Otherwise the anchor
+  // is computed over the tile into a tile-sized buffer that the root then reads: a store and
+  // a load per output, which a depthwise or narrow 1x1 conv (9-16 FMAs per output) feels.
+  bool in_root_loops = false;
   int accumulators(int natural_lanes) const {
     return vectors * rows * std::max(1, lanes / std::max(1, natural_lanes));
   }

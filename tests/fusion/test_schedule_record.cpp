@@ -101,6 +101,7 @@ TEST_CASE("records: a CBR group inlines BN and ReLU, blocks the conv at the pool
   REQUIRE(conv.block.has_value());
   CHECK(conv.block->pack_weights);  // NHWC: Cout-innermost weights
   CHECK_FALSE(conv.block->whole_dims);
+  CHECK_FALSE(conv.block->in_root_loops);  // the pool reads a window of it: a tile buffer
   CHECK(!g.prefetch.emitted);
   CHECK(g.prefetch.distance == p.plan.groups[0].request.prefetch_distance);
   CHECK(!g.prefetch.why.empty());
@@ -462,4 +463,63 @@ TEST_CASE("records: a conv with more weights than input is tiled by output chann
   CHECK(record_of(s, "relu_0").rule.channel_chunks == 0);
   CHECK(record_of(s, "relu_0").tiling.kind == Tiling::Kind::rows);
   CHECK(record_of(s, "conv2d_0").block->channel_blocks_outside);
+}
+
+TEST_CASE("records: an anchor runs in its root's loops where its epilogue is elementwise") {
+  for (const TargetFacts& t : {avx2(), avx512()}) {
+    CAPTURE(t.vector_registers);
+    // conv -> ReLU: the ReLU's loops are the conv's blocks, no tile buffer between them.
+    const Planned cr = conv_relu(56, 64);
+    const PipelineSchedule s = schedule_plan(cr.g, cr.plan, t);
+    CHECK(record_of(s, "conv2d_0").placement == Placement::at_tile);
+    CHECK(record_of(s, "conv2d_0").block->in_root_loops);
+    // Unfused, the conv is its own root: its loops are its blocks, no wrapper.
+    PlannerOptions no_fusion;
+    no_fusion.enable_fusion = false;
+    const FusionPlan unfused = plan_fusion(cr.g, RooflineCostModel(avx512_profile()), no_fusion);
+    const PipelineSchedule su = schedule_plan(cr.g, unfused, t);
+    CHECK(record_of(su, "conv2d_0").placement == Placement::root);
+    CHECK(record_of(su, "conv2d_0").block->in_root_loops);
+    // Input channels in chunks (ResNet's last stage): the accumulators are a tile buffer.
+    const Planned deep = conv_relu(7, 512);
+    const NodeSchedule& dc = record_of(schedule_plan(deep.g, deep.plan, t), "conv2d_0");
+    CHECK(dc.block->reduction_chunk > 0);
+    CHECK_FALSE(dc.block->in_root_loops);
+  }
+  // Columns in chunks whose last one is shorter (an if guards it): not in the root's loops;
+  // with chunks that divide the columns, it is.
+  for (const int64_t c : {160, 512}) {
+    CAPTURE(c);
+    GraphBuilder b("chunks");
+    auto x = b.input("x", {1, 10, 10, 96}, Layout::NHWC);
+    Conv2dOptions down;
+    down.strides = {2, 2};
+    down.pads = {1, 1, 1, 1};
+    b.output(b.relu(b.conv2d(x, b.param("w", {c, 96, 3, 3}), down)));
+    const Graph g = b.build();
+    const PipelineSchedule s =
+        schedule_plan(g, plan_fusion(g, RooflineCostModel(avx512_profile())), avx512());
+    const NodeSchedule& root = record_of(s, "relu_0");
+    REQUIRE(root.tiling.kind == Tiling::Kind::column_chunks);
+    CHECK(record_of(s, "conv2d_0").block->in_root_loops == (c % root.tiling.factor == 0));
+  }
+  // A layer norm between a linear layer and its root needs whole rows of it: a tile buffer.
+  GraphBuilder b("linear_norm");
+  auto x = b.input("x", {256, 32});
+  b.output(b.relu(b.layer_norm(b.linear(x, b.param("w", {32, 32})))));
+  const Graph g = b.build();
+  std::vector<UserGroup> one(1);
+  one[0].nodes = {"linear_0", "layer_norm_0", "relu_0"};
+  const PipelineSchedule sn = schedule_plan(
+      g, plan_from_user_groups(g, RooflineCostModel(avx512_profile()), one), avx512());
+  CHECK(record_of(sn, "linear_0").placement == Placement::at_tile);
+  CHECK_FALSE(record_of(sn, "linear_0").block->in_root_loops);
+  // No register blocks on a GPU, so nothing runs in its root's loops there.
+  TargetFacts gpu = avx512();
+  gpu.gpu = true;
+  gpu.gpu_max_threads = 1024;
+  const Planned cr = conv_relu(56, 64);
+  for (const auto& g : schedule_plan(cr.g, cr.plan, gpu).groups) {
+    for (const auto& n : g.nodes) CHECK_FALSE(n.block.has_value());
+  }
 }

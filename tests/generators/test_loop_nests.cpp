@@ -190,7 +190,7 @@ std::vector<std::array<std::string, 3>> entries(const char* list = OPFUSE_ZOO_ST
 
 TEST_CASE("each zoo model's host loop nest follows its plan") {
   int checked = 0, partial_tiles = 0, horizontal = 0, accumulators = 0;
-  int record_tiles = 0, record_blocks = 0, record_lanes = 0;
+  int record_tiles = 0, record_blocks = 0, record_lanes = 0, root_loop_anchors = 0;
   for (const auto& [model, strategy, stmt] : entries()) {
     INFO(model << " " << strategy);
     const auto produces = parse_stmt(stmt);
@@ -212,8 +212,13 @@ TEST_CASE("each zoo model's host loop nest follows its plan") {
       std::map<std::string, std::vector<std::string>> sched;
       for (const auto& n : group["record"]["nodes"]) {
         const std::string p = n["placement"];
-        sched[p == "root" ? "store" : p == "inline" ? "inline"
-              : p == "materialized" ? "materialize" : "compute_at"].push_back(n["node"]);
+        const bool root_loops = n.contains("block") && n["block"].contains("in_root_loops");
+        sched[p == "root"           ? "store"
+              : p == "inline"       ? "inline"
+              : p == "materialized" ? "materialize"
+              : root_loops          ? "root_loops"
+                                    : "compute_at"]
+            .push_back(n["node"]);
         // The record's tile count is the loop nest's: the parallel loop of the root's tiles
         // ("_par_for_<root>[_out|_global_wrapper...]_s0_..."), and an anchor's accumulator
         // is a block of lanes x vectors x rows.
@@ -305,18 +310,35 @@ TEST_CASE("each zoo model's host loop nest follows its plan") {
       for (const std::string m : sched["inline"]) {
         CHECK_MESSAGE(!produces.count(m), m << " is inlined, yet it has a produce block");
       }
+      // Is a production inside the tile loop of one of the group's roots?
+      auto in_root_tiles = [&](const auto& production) {
+        bool inside = false;
+        for (const auto& r : roots) {
+          inside = inside || production.section.find("_par_for_" + r + "_s0") != std::string::npos;
+          for (const auto& e : production.enclosing) inside = inside || e == r;
+        }
+        return inside;
+      };
+      // An anchor whose blocks are its root's loops: no loops (and no buffer) of its own, its
+      // accumulators produced inside the root's tiles.
+      for (const std::string m : sched["root_loops"]) {
+        CHECK_MESSAGE(!produces.count(m),
+                      m << " runs in its root's loops, yet has a produce block");
+        const auto range = produces.equal_range(m + "_acc");
+        REQUIRE_MESSAGE(range.first != range.second, m << ": no accumulator produced");
+        for (auto it = range.first; it != range.second; ++it) {
+          CHECK_MESSAGE(in_root_tiles(it->second),
+                        m << "'s accumulators should be inside its root's tile loop");
+        }
+        ++root_loop_anchors;
+      }
       for (const std::string m : sched["compute_at"]) {
         const auto range = produces.equal_range(m);
         REQUIRE_MESSAGE(range.first != range.second,
                         m << " is computed at a tile, yet never produced");
         for (auto it = range.first; it != range.second; ++it) {
-          bool inside = false;
-          for (const auto& r : roots) {
-            inside =
-                inside || it->second.section.find("_par_for_" + r + "_s0") != std::string::npos;
-            for (const auto& e : it->second.enclosing) inside = inside || e == r;
-          }
-          CHECK_MESSAGE(inside, m << " should be computed inside the tile loop of its root");
+          CHECK_MESSAGE(in_root_tiles(it->second),
+                        m << " should be computed inside the tile loop of its root");
         }
         const auto alloc = allocations.find(m);
         if (alloc != allocations.end()) {
@@ -361,7 +383,9 @@ TEST_CASE("each zoo model's host loop nest follows its plan") {
     ++checked;
   }
   CHECK(checked == 3 * 22);        // host, x86-avx2 and x86-avx512 builds of fused and unfused
-  CHECK(partial_tiles >= 3 * 9);   // the zoo's conv, matmul and softmax members
+  CHECK(partial_tiles >= 3 * 7);   // the zoo's conv, matmul and softmax members
+  // Anchors with an elementwise epilogue (fused: cbr_pool's is a pool), in their root's loops.
+  CHECK(root_loop_anchors >= 3 * 6);
   CHECK(horizontal >= 3 * 2);      // attention's QKV, mixed's two pools
   CHECK(accumulators >= 2 * 10);   // the zoo's blocked anchors, on AVX2 and on AVX-512
   CHECK(record_tiles >= 3 * 85);   // every root's tile loop of several tiles, fused and unfused
