@@ -233,6 +233,30 @@ TEST_CASE("weight-bound convs tiled by output channels: a 3x3 and a strided one,
   }
 }
 
+TEST_CASE("a classifier's GEMV in chunks of columns that are no multiple of its block") {
+  // One row, more weights than input: tiles of columns, on this host's blocks (64 columns
+  // with AVX-512, 16 with AVX2). 330 and 1000 columns are multiples of neither, so the last
+  // chunk's last block shifts inwards; the last chunk holds at least one block.
+  for (const int64_t n : {330, 1000}) {
+    CAPTURE(n);
+    graph::GraphBuilder b("gemv");
+    auto x = b.input("x", {1, 96});
+    b.output(b.linear(x, b.param("w", {96, n}), b.param("b", {n})));
+    const graph::Graph g = b.build();
+    std::vector<fusion::UserGroup> one(1);
+    one[0].nodes = {"linear_0"};
+    const fusion::FusionPlan plan = check_user_groups(g, one, 11);
+    const schedules::PipelineSchedule s = schedules::schedule_plan(
+        g, plan, schedules::target_facts(Halide::get_jit_target_from_environment(), {}, 2));
+    const schedules::NodeSchedule& fc = *s.groups[0].find("linear_0");
+    REQUIRE(fc.block);
+    const int64_t width = int64_t(fc.block->lanes) * fc.block->vectors;
+    CHECK(fc.tiling.kind == schedules::Tiling::Kind::column_chunks);
+    CHECK(fc.tiling.tiles >= 2);
+    CHECK(n - fc.tiling.factor * (fc.tiling.tiles - 1) >= width);
+  }
+}
+
 TEST_CASE("an NHWC conv's input channels and a linear's K in chunks; blocks of rows that divide W") {
   // The stage's own choice on an AVX-512 profile (48 KB of L1 a core): ResNet's 7x7x512 3x3
   // conv, whose pixel block reads 55 KB of input, passes over its tile in chunks of 32 input
