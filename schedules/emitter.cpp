@@ -293,6 +293,25 @@ class Applier {
     }
   }
 
+  // A pool's sum over H and W (NodeSchedule::reduction_slices): its RDom runs over the reduced
+  // axes outermost first (h, w). The outermost in parallel slices of `rows`, each summed with
+  // the inner reduced axes inside (NHWC: contiguous reads), then the slices added; the
+  // partial sums are computed at the same tile as the sum.
+  void slice_reduction(Func sum, int rows, const LoopLevel& at, int lanes) {
+    const std::vector<RVar> r = sum.rvars(0);
+    RVar ho("rho"), hi("rhi");
+    Var slice("slice");
+    Func part = sum.update().split(r[0], ho, hi, rows).rfactor(ho, slice);
+    const Var c = part.args()[0];
+    std::vector<VarOrRVar> order{c};
+    for (size_t i = r.size() - 1; i >= 1; --i) order.push_back(r[i]);
+    order.push_back(hi);
+    order.push_back(slice);
+    part.compute_at(at).vectorize(c, lanes, TailStrategy::GuardWithIf);
+    part.update().reorder(order).parallel(slice).vectorize(c, lanes, TailStrategy::GuardWithIf);
+    vectorize_inner(sum, lanes);
+  }
+
   // Schedules the helpers of a node computed within `at` (the group's tile, or on a GPU the
   // thread of its root).
   void apply_helpers(const ops::LoweredNode& ln, const NodeSchedule& ns, const LoopLevel& at,
@@ -331,6 +350,10 @@ class Applier {
         continue;
       }
       f.compute_at(at);
+      if (ns.reduction_slices > 0 && role == "sum") {
+        slice_reduction(f, int(ns.reduction_slice_rows), at, g.vector_lanes);
+        continue;
+      }
       if (ns.vectorize_row_reduction &&
           (role == "mean" || role == "var" || role == "sum" || role == "max") &&
           f.num_update_definitions() == 1) {

@@ -646,8 +646,36 @@ class GroupScheduler {
     // several rows.
     r.members_per_row = r.tiling.kind == Tiling::Kind::rows && r.extents.size() > 2 &&
                         has_row_statistics() && !has_blocked_anchor();
+    if (const int64_t outer = sliced_reduction_extent(name, r.tiling); outer > 0) {
+      r.reduction_slices = int(std::min<int64_t>(2 * t_.cores, outer));
+      r.reduction_slice_rows = (outer + r.reduction_slices - 1) / r.reduction_slices;
+    }
     decorate(r, name);
     return r;
+  }
+
+  // A pool over H and W of an NHWC tensor (a global pool, a mean over axes 1 and 2) is a point
+  // per channel: one tile, whose single thread read the whole input. EfficientNet-B0's
+  // squeeze-and-excite means over 112x112x32 and 56x56x96 took 150-210 us each (their input
+  // written by both cores just before). In slices of the outermost reduced axis summed in
+  // parallel, each core reads the rows it wrote. Inputs under 128 KB stay whole. Returns the
+  // outermost reduced axis's extent where the sum is sliced, else 0.
+  int64_t sliced_reduction_extent(const std::string& name, const Tiling& tiling) const {
+    const graph::Node& n = node(name);
+    if (t_.gpu || tiling.tiles >= t_.cores) return 0;
+    const graph::Tensor& x = ig_.graph().tensor(n.inputs[0]);
+    if (graph::num_elements(x.shape) < 32 * 1024) return 0;
+    int64_t outer = 0;  // the outermost reduced axis's extent
+    if (n.op == "global_avg_pool") {
+      const graph::Window2d win = graph::pool_window(n, x);
+      if (win.layout != graph::Layout::NHWC) return 0;
+      outer = x.shape[size_t(win.h_axis())];
+    } else if (n.op == "reduce_mean" || n.op == "reduce_sum") {
+      const std::vector<bool> red = graph::reduced_axes(n, x.shape.size());
+      if (red.back()) return 0;  // the contiguous axis: a row statistic's vector reduction
+      for (size_t i = 0; i < red.size() && outer == 0; ++i) outer = red[i] ? x.shape[i] : 0;
+    }
+    return outer >= 2 && t_.cores > 1 ? outer : 0;
   }
 
   // The block and the helpers' facts of a node computed under `root`.
@@ -1058,6 +1086,10 @@ json record_json(const GroupSchedule& s, const TargetFacts& t) {
       jn["tiling"] = tiling_json(n.tiling);
       if (!n.compute_with.empty()) jn["compute_with"] = n.compute_with;
       if (n.members_per_row) jn["members_per_row"] = true;
+      if (n.reduction_slices > 0) {
+        jn["reduction_slices"] = n.reduction_slices;
+        jn["reduction_slice_rows"] = n.reduction_slice_rows;
+      }
     } else {
       jn["root"] = n.root;
     }

@@ -160,6 +160,11 @@ struct NodeSchedule {
   Tiling tiling;
   std::string compute_with;       // a horizontal sibling root whose tile loop it shares
   bool members_per_row = false;   // its row statistics are computed per row of its tiles
+  // A pool over H and W with fewer tiles than cores (its output one point per channel): its
+  // sum is split along the outermost reduced axis in slices of `reduction_slice_rows` points,
+  // summed in parallel (Halide's rfactor), then added; 0: one reduction in each tile.
+  int reduction_slices = 0;
+  int64_t reduction_slice_rows = 0;
 };
 
 struct PrefetchRecord {

@@ -233,6 +233,40 @@ TEST_CASE("weight-bound convs tiled by output channels: a 3x3 and a strided one,
   }
 }
 
+TEST_CASE("pools over H and W of NHWC tensors summed in parallel slices of rows") {
+  // One output point per channel, so one tile: the sum is split along H (4 slices on 2
+  // cores), with H = 30 and 13 no multiple of the slices (the last slice guarded), as a
+  // squeeze-and-excite mean after a conv and as a global pool.
+  for (const int64_t h : {30, 13}) {
+    CAPTURE(h);
+    graph::GraphBuilder b("pools");
+    auto x = b.input("x", {1, h, 40, 64}, graph::Layout::NHWC);  // 128 KB or more
+    graph::Conv2dOptions same;
+    same.pads = {1, 1, 1, 1};
+    auto y = b.relu(b.conv2d(x, b.param("w", {64, 64, 3, 3}), same));
+    b.output(y);
+    b.output(b.reduce("reduce_mean", y, {1, 2}));
+    b.output(b.global_avg_pool(x));
+    const graph::Graph g = b.build();
+    std::vector<fusion::UserGroup> groups(3);
+    groups[0].nodes = {"conv2d_0", "relu_0"};
+    groups[1].nodes = {"reduce_mean_0"};
+    groups[2].nodes = {"global_avg_pool_0"};
+    const fusion::FusionPlan plan = check_user_groups(g, groups, 12);
+    const schedules::PipelineSchedule s = schedules::schedule_plan(
+        g, plan, schedules::target_facts(Halide::get_jit_target_from_environment(), {}, 2));
+    for (const char* pool : {"reduce_mean_0", "global_avg_pool_0"}) {
+      CAPTURE(pool);
+      const schedules::NodeSchedule* n = nullptr;
+      for (const auto& grp : s.groups) n = n ? n : grp.find(pool);
+      REQUIRE(n != nullptr);
+      CHECK(n->reduction_slices == 4);
+      CHECK(n->reduction_slice_rows * 3 < h);
+      CHECK(n->reduction_slice_rows * 4 >= h);
+    }
+  }
+}
+
 TEST_CASE("a classifier's GEMV in chunks of columns that are no multiple of its block") {
   // One row, more weights than input: tiles of columns, on this host's blocks (64 columns
   // with AVX-512, 16 with AVX2). 330 and 1000 columns are multiples of neither, so the last
