@@ -482,7 +482,8 @@ TEST_CASE("records: an anchor runs in its root's loops where its epilogue is ele
     CHECK(record_of(su, "conv2d_0").block->in_root_loops);
     // Input channels in chunks (ResNet's last stage): the accumulators are a tile buffer.
     const Planned deep = conv_relu(7, 512);
-    const NodeSchedule& dc = record_of(schedule_plan(deep.g, deep.plan, t), "conv2d_0");
+    const PipelineSchedule sd = schedule_plan(deep.g, deep.plan, t);
+    const NodeSchedule& dc = record_of(sd, "conv2d_0");
     CHECK(dc.block->reduction_chunk > 0);
     CHECK_FALSE(dc.block->in_root_loops);
   }
@@ -519,7 +520,8 @@ TEST_CASE("records: an anchor runs in its root's loops where its epilogue is ele
   gpu.gpu = true;
   gpu.gpu_max_threads = 1024;
   const Planned cr = conv_relu(56, 64);
-  for (const auto& g : schedule_plan(cr.g, cr.plan, gpu).groups) {
+  const PipelineSchedule sg = schedule_plan(cr.g, cr.plan, gpu);
+  for (const auto& g : sg.groups) {
     for (const auto& n : g.nodes) CHECK_FALSE(n.block.has_value());
   }
 }
