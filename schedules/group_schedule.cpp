@@ -73,10 +73,13 @@ class GroupScheduler {
       if (!stored_.count(name)) continue;
       NodeSchedule r = make_root(name, Placement::root, "read outside the group: stored");
       auto out = output_of_.find(ig_.node(index_.at(name)).outputs[0]);
-      bool outside_consumers = false;
-      for (size_t c : ig_.consumers(ig_.node(index_.at(name)).outputs[0]))
-        outside_consumers = outside_consumers || !members_.count(ig_.node(c).name);
-      if (out != output_of_.end() && !outside_consumers) {
+      // Read by anything (another group, or a member of this one, as a mean over it): then
+      // it is stored itself, and the output copies it. Computed by the output directly, the
+      // node is inlined there, and a member reading it would recompute it from members
+      // computed inside the output's tiles: Halide refused such a plan (an output feeding a
+      // squeeze-and-excite mean in its group).
+      const bool read = !ig_.consumers(ig_.node(index_.at(name)).outputs[0]).empty();
+      if (out != output_of_.end() && !read) {
         r.output = out->second;
         r.reason = "a graph output: the pipeline's output computes it directly";
       }
