@@ -43,7 +43,6 @@ class Applier {
 
   void apply_group(const schedules::GroupSchedule& g) {
     std::map<std::string, LoopLevel> level;  // root node -> where its tile's members go
-    std::map<std::string, Func> root_func;
     std::set<std::string> block_roots;  // roots whose loops are an anchor's register blocks
     for (const NodeSchedule& n : g.nodes) {
       if (in_root_loops(n)) block_roots.insert(n.root);
@@ -65,10 +64,11 @@ class Applier {
       }
       // Blocks vectorise the root's dim 0 themselves (block_anchor).
       LoopLevel at = apply_tiling(root, n.tiling, n.members_per_row, !block_roots.count(n.node));
-      if (!n.compute_with.empty()) root.compute_with(root_func.at(n.compute_with), Var("tiles"));
+      if (!n.compute_with.empty()) {
+        root.compute_with(root_loops_.at(n.compute_with).func, Var("tiles"));
+      }
       if (n.register_blocked && !in_root_loops(n)) ln.output().compute_at(at);
       level.emplace(n.node, at);
-      root_func.emplace(n.node, root);
       root_loops_.insert_or_assign(n.node, RootLoops{root, n.tiling});
       apply_helpers(ln, n, at, g);
     }
@@ -194,9 +194,8 @@ class Applier {
     std::vector<Var> la = a;
     Var channels = a[vd], pixels = a[ud];
     // Its dims above the pixel blocks that a tile holds (the channel-block loop goes outside
-    // them); the anchor's own loops: all but the outermost.
+    // them).
     std::vector<VarOrRVar> above;
-    for (size_t d = ud + 1; d + 1 < a.size(); ++d) above.push_back(a[d]);
     if (b.in_root_loops) {
       const RootLoops& root = root_loops_.at(ns.root);
       const Tiling& t = root.tiling;
@@ -206,7 +205,6 @@ class Applier {
       const bool rows_split = t.kind == Tiling::Kind::rows && t.split_dim == int(ud);
       channels = t.kind == Tiling::Kind::column_chunks ? Var("ti") : la[vd];
       pixels = rows_split ? Var("ti") : la[ud];
-      above.clear();
       for (size_t d = ud + 1; d < la.size(); ++d) {
         if (t.kind == Tiling::Kind::column_chunks || int(d) < t.split_dim) {
           above.push_back(la[d]);
@@ -216,10 +214,14 @@ class Applier {
           above.push_back(la[d]);
         }
       }
-    } else if (b.whole_dims) {
-      const graph::Shape& shape = p_.graph->tensor(n.outputs[0]).shape;
-      node_func.bound(a[vd], 0, int(shape[shape.size() - 1 - vd]))
-          .bound(a[ud], 0, int(shape[shape.size() - 1 - ud]));
+    } else {
+      // The anchor's own loops over the tile: all but the outermost.
+      for (size_t d = ud + 1; d + 1 < a.size(); ++d) above.push_back(a[d]);
+      if (b.whole_dims) {
+        const graph::Shape& shape = p_.graph->tensor(n.outputs[0]).shape;
+        node_func.bound(a[vd], 0, int(shape[shape.size() - 1 - vd]))
+            .bound(a[ud], 0, int(shape[shape.size() - 1 - ud]));
+      }
     }
     const int vw = b.lanes, width = b.lanes * b.vectors, rows = b.rows;
     Var o1("bo1"), i1("bi1"), v1("bv1"), i2("bi2"), o2("bo2"), q1("bq1");
@@ -368,7 +370,8 @@ class Applier {
     }
   }
 
-  // A root's Func and tiling, for anchors whose blocks are its loops.
+  // Each root's Func and tiling: for siblings that share its tile loop, and anchors whose
+  // blocks are its loops.
   struct RootLoops {
     Func func;
     Tiling tiling;
