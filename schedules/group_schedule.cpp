@@ -702,6 +702,16 @@ class GroupScheduler {
         if (n.op == "linear") {
           b.channel_blocks_outside = weight_bound_anchor(n) || requested_chunk(n) > 0;
           if (b.channel_blocks_outside) b.reduction_chunk = reduction_chunk(n, b);
+          // A chunked block's rows run past the tile's last row into its accumulators'
+          // rounded-up buffer (the emitter's RoundUp), reading rows of input past it. A
+          // producer in the pipeline computes them; a graph input, a buffer of its exact
+          // extent, has none ("accessed at 131, beyond the max (127)": a 128 x 3072 -> 768
+          // linear on its own, 6 rows a block). There the rows divide the row extent.
+          if (b.reduction_chunk > 0 && reads_graph_input(m.node)) {
+            const graph::Shape& out = tensor_of(m.node).shape;
+            const int64_t extent = out[out.size() - 1 - size_t(b.row_dim)];
+            while (extent % b.rows != 0) --b.rows;
+          }
         }
       } else if (nchw) {
         b.reduction_order = {2, 1, 0};  // kw, kh, ci
@@ -840,6 +850,23 @@ class GroupScheduler {
     const graph::Tensor& w = ig_.graph().tensor(n.inputs[1]);
     return w.kind == graph::TensorKind::param &&
            graph::num_elements(w.shape) > graph::num_elements(x.shape);
+  }
+
+  // Does `name` read a graph input, itself or through members of the group?
+  bool reads_graph_input(const std::string& name) const {
+    std::vector<size_t> stack{index_.at(name)};
+    std::unordered_set<size_t> seen{stack.back()};
+    while (!stack.empty()) {
+      const size_t u = stack.back();
+      stack.pop_back();
+      for (const std::string& t : ig_.node(u).inputs) {
+        if (ig_.graph().tensor(t).kind == graph::TensorKind::input) return true;
+      }
+      for (size_t p : ig_.preds(u)) {
+        if (members_.count(ig_.node(p).name) && seen.insert(p).second) stack.push_back(p);
+      }
+    }
+    return false;
   }
 
   // --- walks inside the group -------------------------------------------------------------

@@ -366,6 +366,20 @@ TEST_CASE("an NHWC conv's input channels and a linear's K in chunks; blocks of r
       lg, lplan, schedules::target_facts(Halide::get_jit_target_from_environment(), {}, 2));
   CHECK(ls.groups[0].find("linear_0")->block->reduction_chunk == 40);
   CHECK(ls.groups[0].find("linear_0")->block->channel_blocks_outside);
+  // GPT-2's c_proj on a graph input: 128 rows, K = 3072 in chunks, in column chunks (its
+  // weights outweigh its input) whose tile holds every row. A block's rows may not run past
+  // the input's last row: on AVX-512, 6 rows fit the registers but do not divide 128.
+  graph::GraphBuilder ob("c_proj_on_input");
+  auto ho = ob.input("h", {128, 3072});
+  ob.output(ob.linear(ho, ob.param("wl", {3072, 768}), ob.param("bl", {768})));
+  const graph::Graph og = ob.build();
+  lin[0].nodes = {"linear_0"};
+  lin[0].blocks.clear();
+  const fusion::FusionPlan oplan = check_user_groups(og, lin, 5);
+  const schedules::PipelineSchedule os = schedules::schedule_plan(
+      og, oplan, schedules::target_facts(Halide::get_jit_target_from_environment(), {}, 2));
+  CHECK(os.groups[0].find("linear_0")->block->reduction_chunk > 0);
+  CHECK(128 % os.groups[0].find("linear_0")->block->rows == 0);
   auto fc_block = [&](int64_t k, int64_t n) {
     graph::GraphBuilder gb("fc");
     auto t = gb.input("t", {128, k});
@@ -373,6 +387,7 @@ TEST_CASE("an NHWC conv's input channels and a linear's K in chunks; blocks of r
     return anchor_block(gb.build(), {"linear_0"});
   };
   CHECK(fc_block(3072, 768).reduction_chunk == 128);
+  CHECK(fc_block(3072, 768).rows == 4);  // 6 fit, but do not divide the input's 128 rows
   CHECK(fc_block(768, 3072).reduction_chunk == 0);
   CHECK(fc_block(768, 3072).channel_blocks_outside);
 
