@@ -267,6 +267,27 @@ TEST_CASE("pools over H and W of NHWC tensors summed in parallel slices of rows"
   }
 }
 
+TEST_CASE("squeeze-and-excite: the sigmoid that a broadcast product reads is computed per tile") {
+  // Inlined into the product x * s, the sigmoid of s's 64 channels was evaluated for each of
+  // x's 14 x 14 x 64 elements; computed at the product's tile, once per channel a tile.
+  graph::GraphBuilder b("excite");
+  auto x = b.input("x", {1, 14, 14, 64}, graph::Layout::NHWC);
+  auto pooled = b.reduce("reduce_mean", x, {1, 2});
+  auto scale = b.sigmoid(b.conv2d(pooled, b.param("w", {64, 64, 1, 1})));
+  b.output(b.mul(x, scale));
+  const graph::Graph g = b.build();
+  std::vector<fusion::UserGroup> groups(2);
+  groups[0].nodes = {"reduce_mean_0"};
+  groups[1].nodes = {"conv2d_0", "sigmoid_0", "mul_0"};
+  const fusion::FusionPlan plan = check_user_groups(g, groups, 13);
+  const schedules::PipelineSchedule s = schedules::schedule_plan(
+      g, plan, schedules::target_facts(Halide::get_jit_target_from_environment(), {}, 2));
+  const schedules::NodeSchedule* sigmoid = s.groups[1].find("sigmoid_0");
+  REQUIRE(sigmoid != nullptr);
+  CHECK(sigmoid->placement == schedules::Placement::at_tile);
+  CHECK(s.groups[1].find("mul_0")->placement == schedules::Placement::root);
+}
+
 TEST_CASE("a classifier's GEMV in chunks of columns that are no multiple of its block") {
   // One row, more weights than input: tiles of columns, on this host's blocks (64 columns
   // with AVX-512, 16 with AVX2). 330 and 1000 columns are multiples of neither, so the last
