@@ -30,6 +30,15 @@ ETAS = [round(0.05 * k, 2) for k in range(1, 21)]
 ALPHAS = [0.25 * k for k in range(0, 21)]
 
 
+def host_profile(opfuse, work):
+    """The host's hardware profile as opfuse measured it (`opfuse calibrate --host`)."""
+    path = os.path.join(work, "host.json")
+    subprocess.run([opfuse, "calibrate", "--host", "--out", path], check=True,
+                   capture_output=True)
+    with open(path) as f:
+        return json.load(f)
+
+
 def predict(g, peak, eta, alpha):
     tc = sum(f * g["recompute"] / (peak * eta.get(c, 1.0)) for c, f in g["flops"].items())
     t = max(tc, g["tm"]) + g["to"]
@@ -71,11 +80,7 @@ def main():
     ap.add_argument("models", nargs="+")
     a = ap.parse_args()
     with tempfile.TemporaryDirectory() as work:
-        host = os.path.join(work, "host.json")
-        subprocess.run([a.opfuse, "calibrate", "--host", "--out", host], check=True,
-                       capture_output=True)
-        with open(host) as f:
-            profile = json.load(f)
+        profile = host_profile(a.opfuse, work)
         with open(a.breakdown) as f:
             timed = {r["model"]: r for r in json.load(f)["results"]}
         groups = []

@@ -18,6 +18,8 @@ import statistics
 import subprocess
 import tempfile
 
+from calibrate import host_profile
+
 
 def main():
     ap = argparse.ArgumentParser()
@@ -29,11 +31,7 @@ def main():
     a = ap.parse_args()
     report = []
     with tempfile.TemporaryDirectory() as work:
-        host = os.path.join(work, "host.json")
-        subprocess.run([a.opfuse, "calibrate", "--host", "--out", host], check=True,
-                       capture_output=True)
-        with open(host) as f:
-            profile = json.load(f)
+        profile = host_profile(a.opfuse, work)
         peak = profile["peak_flops_f32"]
         print(f"FMA peak {peak / 1e9:.0f} GFLOP/s ({profile['name']}); goal: "
               f">= {a.goal:.0%} of it")
