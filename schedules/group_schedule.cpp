@@ -877,19 +877,18 @@ class GroupScheduler {
 
   // Does `name` read a graph input, itself or through members of the group?
   bool reads_graph_input(const std::string& name) const {
-    std::vector<size_t> stack{index_.at(name)};
-    std::unordered_set<size_t> seen{stack.back()};
-    while (!stack.empty()) {
-      const size_t u = stack.back();
-      stack.pop_back();
-      for (const std::string& t : ig_.node(u).inputs) {
+    auto reads_input = [&](const std::string& m) {
+      for (const std::string& t : node(m).inputs) {
         if (ig_.graph().tensor(t).kind == graph::TensorKind::input) return true;
       }
-      for (size_t p : ig_.preds(u)) {
-        if (members_.count(ig_.node(p).name) && seen.insert(p).second) stack.push_back(p);
-      }
-    }
-    return false;
+      return false;
+    };
+    bool found = reads_input(name);
+    walk_upstream(name, [&](const std::string& m) {
+      found = found || reads_input(m);
+      return !found;
+    });
+    return found;
   }
 
   // --- walks inside the group -------------------------------------------------------------
@@ -897,12 +896,23 @@ class GroupScheduler {
   // to go on past it.
   template <typename Visit>
   void walk_downstream(const std::string& name, Visit visit) const {
+    walk(
+        name, [&](size_t u) -> const std::vector<size_t>& { return ig_.succs(u); }, visit);
+  }
+  // The same upstream: the group members `name` reads, transitively.
+  template <typename Visit>
+  void walk_upstream(const std::string& name, Visit visit) const {
+    walk(
+        name, [&](size_t u) -> const std::vector<size_t>& { return ig_.preds(u); }, visit);
+  }
+  template <typename Next, typename Visit>
+  void walk(const std::string& name, Next next, Visit visit) const {
     std::vector<size_t> stack{index_.at(name)};
     std::unordered_set<size_t> seen;
     while (!stack.empty()) {
       const size_t u = stack.back();
       stack.pop_back();
-      for (size_t s : ig_.succs(u)) {
+      for (size_t s : next(u)) {
         const std::string& sn = ig_.node(s).name;
         if (!members_.count(sn) || !seen.insert(s).second) continue;
         if (visit(sn)) stack.push_back(s);
