@@ -337,8 +337,8 @@ class GroupScheduler {
   }
 
   // Does a member read `n`'s output broadcast, its tensor having twice the elements or more
-  // (not a concat that adds a row)? Inlined
-  // there, `n` is recomputed for every element of the reader: squeeze-and-excite's sigmoid
+  // (not a concat that adds a row)? Inlined there, `n` is recomputed for every element of
+  // the reader: squeeze-and-excite's sigmoid
   // of 32 channels, inlined into the 112x112x32 product that scales the activation by it, was
   // evaluated 12544 times over. EfficientNet-B0's 16 such groups (conv, sigmoid, product),
   // their times summed over each run of the network, JIT, 2 Zen 5 cores (AVX-512), two runs
@@ -381,15 +381,16 @@ class GroupScheduler {
         reason_[name] =
             "a transpose an anchor reads: every tile reads all of it, and inlined its strided "
             "reads would turn the anchor's vector loads into gathers";
-      } else if ((k == graph::FusionKind::elementwise || k == graph::FusionKind::broadcast) &&
-                 read_broadcast(n)) {
-        reason_[name] =
-            "elementwise, read broadcast by a larger member: computed per tile, not once per "
-            "element of its reader";
       } else if (k == graph::FusionKind::elementwise || k == graph::FusionKind::broadcast ||
                  k == graph::FusionKind::injective) {
-        inlined_.insert(name);
-        reason_[name] = "elementwise: recomputed where it is read";
+        if (k != graph::FusionKind::injective && read_broadcast(n)) {
+          reason_[name] =
+              "elementwise, read broadcast by a larger member: computed per tile, not once per "
+              "element of its reader";
+        } else {
+          inlined_.insert(name);
+          reason_[name] = "elementwise: recomputed where it is read";
+        }
       } else if (row_statistics_inline(n)) {
         inlined_.insert(name);
         reason_[name] = "a row statistic read only elementwise: its statistics at the tile, "
