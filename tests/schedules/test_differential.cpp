@@ -61,6 +61,13 @@ fusion::FusionPlan check_user_groups(const graph::Graph& g,
   return plan;
 }
 
+// The schedule the stage gives `plan` for the JIT's target (HL_JIT_TARGET) on 2 cores: what
+// check_user_groups ran.
+schedules::PipelineSchedule jit_schedule(const graph::Graph& g, const fusion::FusionPlan& plan) {
+  return schedules::schedule_plan(
+      g, plan, schedules::target_facts(Halide::get_jit_target_from_environment(), {}, 2));
+}
+
 }  // namespace
 
 TEST_CASE("a CPU target's ISA: vector width and register file, as the register blocks use it") {
@@ -221,8 +228,7 @@ TEST_CASE("weight-bound convs tiled by output channels: a 3x3 and a strided one,
   groups[0].nodes = {"conv2d_0", "relu_0"};
   groups[1].nodes = {"conv2d_1", "add_0", "relu_1"};
   const fusion::FusionPlan plan = check_user_groups(g, groups, 8);
-  const schedules::PipelineSchedule s = schedules::schedule_plan(
-      g, plan, schedules::target_facts(Halide::get_jit_target_from_environment(), {}, 2));
+  const schedules::PipelineSchedule s = jit_schedule(g, plan);
   for (const auto& grp : s.groups) {
     CAPTURE(grp.group);
     for (const auto& n : grp.nodes) {
@@ -255,8 +261,7 @@ TEST_CASE("pools over H and W of NHWC tensors summed in parallel slices of rows"
     groups[0].nodes = {"conv2d_0", "relu_0", "reduce_mean_0"};
     groups[1].nodes = {"global_avg_pool_0"};
     const fusion::FusionPlan plan = check_user_groups(g, groups, 12);
-    const schedules::PipelineSchedule s = schedules::schedule_plan(
-        g, plan, schedules::target_facts(Halide::get_jit_target_from_environment(), {}, 2));
+    const schedules::PipelineSchedule s = jit_schedule(g, plan);
     for (const std::string pool : {"reduce_mean_0", "global_avg_pool_0"}) {
       CAPTURE(pool);
       const schedules::NodeSchedule* n = nullptr;
@@ -288,8 +293,7 @@ TEST_CASE("squeeze-and-excite: the sigmoid that a broadcast product reads is com
   groups[0].nodes = {"reduce_mean_0"};
   groups[1].nodes = {"conv2d_0", "sigmoid_0", "mul_0"};
   const fusion::FusionPlan plan = check_user_groups(g, groups, 13);
-  const schedules::PipelineSchedule s = schedules::schedule_plan(
-      g, plan, schedules::target_facts(Halide::get_jit_target_from_environment(), {}, 2));
+  const schedules::PipelineSchedule s = jit_schedule(g, plan);
   const schedules::NodeSchedule* sigmoid = s.groups[1].find("sigmoid_0");
   REQUIRE(sigmoid != nullptr);
   CHECK(sigmoid->placement == schedules::Placement::at_tile);
@@ -309,8 +313,7 @@ TEST_CASE("a classifier's GEMV in chunks of columns that are no multiple of its 
     std::vector<fusion::UserGroup> one(1);
     one[0].nodes = {"linear_0"};
     const fusion::FusionPlan plan = check_user_groups(g, one, 11);
-    const schedules::PipelineSchedule s = schedules::schedule_plan(
-        g, plan, schedules::target_facts(Halide::get_jit_target_from_environment(), {}, 2));
+    const schedules::PipelineSchedule s = jit_schedule(g, plan);
     const schedules::NodeSchedule& fc = *s.groups[0].find("linear_0");
     REQUIRE(fc.block);
     const int64_t width = int64_t(fc.block->lanes) * fc.block->vectors;
@@ -375,8 +378,7 @@ TEST_CASE("an NHWC conv's input channels and a linear's K in chunks; blocks of r
   groups[1].nodes = {"conv2d_1", "relu_1"};
   groups[1].blocks["conv2d_1"].reduction_chunk = 40;
   const fusion::FusionPlan plan = check_user_groups(g, groups, 9);
-  const schedules::PipelineSchedule s = schedules::schedule_plan(
-      g, plan, schedules::target_facts(Halide::get_jit_target_from_environment(), {}, 2));
+  const schedules::PipelineSchedule s = jit_schedule(g, plan);
   CHECK(s.groups[0].find("conv2d_0")->block->reduction_chunk == 32);
   CHECK(s.groups[1].find("conv2d_1")->block->reduction_chunk == 40);
 
@@ -391,8 +393,7 @@ TEST_CASE("an NHWC conv's input channels and a linear's K in chunks; blocks of r
   lin[0].nodes = {"linear_0", "relu_0"};
   lin[0].blocks["linear_0"].reduction_chunk = 40;
   const fusion::FusionPlan lplan = check_user_groups(lg, lin, 4);
-  const schedules::PipelineSchedule ls = schedules::schedule_plan(
-      lg, lplan, schedules::target_facts(Halide::get_jit_target_from_environment(), {}, 2));
+  const schedules::PipelineSchedule ls = jit_schedule(lg, lplan);
   CHECK(ls.groups[0].find("linear_0")->block->reduction_chunk == 40);
   CHECK(ls.groups[0].find("linear_0")->block->channel_blocks_outside);
   // GPT-2's c_proj on a graph input: 128 rows, K = 3072 in chunks, in column chunks (its
@@ -405,8 +406,7 @@ TEST_CASE("an NHWC conv's input channels and a linear's K in chunks; blocks of r
   lin[0].nodes = {"linear_0"};
   lin[0].blocks.clear();
   const fusion::FusionPlan oplan = check_user_groups(og, lin, 5);
-  const schedules::PipelineSchedule os = schedules::schedule_plan(
-      og, oplan, schedules::target_facts(Halide::get_jit_target_from_environment(), {}, 2));
+  const schedules::PipelineSchedule os = jit_schedule(og, oplan);
   CHECK(os.groups[0].find("linear_0")->block->reduction_chunk > 0);
   CHECK(128 % os.groups[0].find("linear_0")->block->rows == 0);
   auto fc_block = [&](int64_t k, int64_t n) {
@@ -463,8 +463,7 @@ TEST_CASE("regression: a weight-bound conv into a channel concat keeps tiles of 
   std::vector<fusion::UserGroup> groups(1);
   groups[0].nodes = {"conv2d_0", "concat_0", "relu_0"};
   const fusion::FusionPlan plan = check_user_groups(g, groups, 6);
-  const schedules::PipelineSchedule s = schedules::schedule_plan(
-      g, plan, schedules::target_facts(Halide::get_jit_target_from_environment(), {}, 2));
+  const schedules::PipelineSchedule s = jit_schedule(g, plan);
   const schedules::NodeSchedule* root = s.groups[0].find("relu_0");
   REQUIRE(root != nullptr);
   CHECK(root->rule.channel_chunks == 0);
