@@ -104,6 +104,13 @@ OpStats op_stats(const IndexedGraph& ig, size_t i) {
   else if (op == "conv2d") {
     const auto& w = g.tensor(n.inputs[1]).shape;  // [Cout, Cin/groups, KH, KW]
     s.flops = 2.0 * out_elems * double(w[1] * w[2] * w[3]);
+  } else if (op == "conv2d_winograd") {
+    // F(2x2, 3x3): per 2x2 output tile, 16 products per channel pair (the GEMMs), 32 additions
+    // per input channel (B^T d B) and 24 per output channel (A^T m A).
+    const auto& x = g.tensor(n.inputs[0]).shape;  // [N, H, W, Cin]
+    const auto& u = g.tensor(n.inputs[1]).shape;  // [4, 4, Cin, Cout]
+    const double tiles = double(x[0] * ((x[1] + 1) / 2) * ((x[2] + 1) / 2));
+    s.flops = tiles * (2.0 * 16 * double(u[2] * u[3]) + 32.0 * double(u[2]) + 24.0 * double(u[3]));
   } else if (op == "matmul") {
     s.flops = 2.0 * out_elems * double(g.tensor(n.inputs[0]).shape.back());
   } else if (op == "linear") {
@@ -130,6 +137,7 @@ std::string anchor_class(const IndexedGraph& ig, size_t i) {
     if (w.kernel[0] == 1 && w.kernel[1] == 1) return "conv_pointwise";
     return "conv_spatial";
   }
+  if (n.op == "conv2d_winograd") return "conv_winograd";
   const bool weight = g.tensor(n.inputs[1]).kind == graph::TensorKind::param;
   if (n.op == "matmul" && !weight) return "matmul";
   // A linear's rows: every output element but the last axis's.

@@ -45,7 +45,8 @@ OpStats op_stats(const graph::IndexedGraph& ig, size_t node);
 // The shape class of an anchor, whose attained share of the peak the host profile may know
 // (HardwareProfile::anchor_efficiency): "conv_depthwise" (one channel a group),
 // "conv_pointwise" (1x1, a GEMM over pixels), "conv_spatial" (any other window: 3x3, 7x7,
-// strided, a patch embedding), "gemv" (a linear of one row), "linear" (a weight known at
+// strided, a patch embedding), "conv_winograd" (a 3x3 conv as F(2x2, 3x3): its FLOPs are the
+// transformed ones), "gemv" (a linear of one row), "linear" (a weight known at
 // compile time: linear, or matmul by a param), "matmul" (two activations: attention). ""
 // for an op that is no anchor.
 std::string anchor_class(const graph::IndexedGraph& ig, size_t node);

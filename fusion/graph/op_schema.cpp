@@ -50,6 +50,10 @@ const std::vector<OpSchema> kOps = {
     {"conv2d", FK::out_elementwise_fusable, 2, 3,
      "2-D convolution (x, w[, b]); strides, pads, dilations, groups, layout",
      OpTrait::anchor | OpTrait::window | OpTrait::channel_layout},
+    {"conv2d_winograd", FK::out_elementwise_fusable, 2, 3,
+     "3x3 stride-1 NHWC convolution, pads 1, as Winograd F(2x2, 3x3): x [N, H, W, Cin], "
+     "u [4, 4, Cin, Cout] = G w G^T[, b [Cout]] (made from conv2d by fusion::to_winograd)",
+     OpTrait::anchor},
     {"matmul", FK::out_elementwise_fusable, 2, 2, "a [..., M, K] x b [..., K, N]", OpTrait::anchor},
     {"linear", FK::out_elementwise_fusable, 2, 3, "x [..., K] x w [K, N] (+ b [N])", OpTrait::anchor},
     {"max_pool", FK::out_elementwise_fusable, 1, 1, "max over a window; kernel, strides, pads",
@@ -378,6 +382,7 @@ bool couples_along(const Node& n, const Tensor& x, size_t input, int axis) {
     return d.start != 0 || d.step != 1;
   }
   if (op == "linear" || op == "matmul") return axis == int(rank) - 1;  // the K axis
+  if (op == "conv2d_winograd") return axis >= 1;                       // H, W (window), C
   if (op == "global_avg_pool" || has_trait(op, OpTrait::window)) {
     if (rank != 4) return true;
     const Layout l = op_layout(n, x);
@@ -573,6 +578,18 @@ std::vector<Shape> infer_shapes(const Node& n, const std::vector<const Tensor*>&
     if (count == 3) require_vector(n, *in[2], cout, "bias");
     check_window_pads(n, win);
     return {window_output_shape(n, x, win, cout)};
+  }
+  if (op == "conv2d_winograd") {
+    require_rank(n, x, 4, "input");
+    const Tensor& u = *in[1];
+    require_rank(n, u, 4, "transformed weight");
+    if (u.shape[0] != 4 || u.shape[1] != 4 || u.shape[2] != x.shape[3]) {
+      fail(n, "transformed weight '" + u.name + "' " + shape_to_string(u.shape) + " must be [4, 4, " +
+                  std::to_string(x.shape[3]) + ", Cout] for input '" + x.name + "' " +
+                  shape_to_string(x.shape) + " (NHWC)");
+    }
+    if (count == 3) require_vector(n, *in[2], u.shape[3], "bias");
+    return {Shape{x.shape[0], x.shape[1], x.shape[2], u.shape[3]}};
   }
   if (op == "max_pool" || op == "avg_pool") {
     require_rank(n, x, 4, "input");

@@ -115,6 +115,7 @@ class Lowerer {
     if (op == "layer_norm") return layer_norm(n);
     if (op == "softmax") return softmax(n);
     if (op == "conv2d") return conv2d(n);
+    if (op == "conv2d_winograd") return conv2d_winograd(n);
     if (op == "matmul") return matmul(n);
     if (op == "linear") return linear(n);
     if (op == "max_pool" || op == "avg_pool") return pool(n);
@@ -388,6 +389,57 @@ class Lowerer {
     acc(halide_args(vars_)) = n.inputs.size() == 3 ? in(n, 2)(co) : Expr(0.0f);
     acc(halide_args(vars_)) += at(padded, xi) * at(in(n, 1), {co, r.x, r.y, r.z});
     return define(n, acc(halide_args(vars_)));
+  }
+
+  // F(2x2, 3x3) over NHWC (fusion/frontend/winograd.h). Halide order: x (c, w, h, n), u (co,
+  // ci, k, m) with k along W and m along H; tile (tx, ty) covers outputs (2 tx + 0..1, 2 ty +
+  // 0..1) and reads the 4x4 input at (2 tx - 1, 2 ty - 1). The Funcs, in the emitter's order:
+  //   winograd_input_rows  d B      (c, k, j, tx, ty, n): each input row's 4 columns
+  //   winograd_input       B^T d B  (c, k, m, tx, ty, n)
+  //   acc                  16 GEMMs (co, k, m, tx, ty, n) += u(co, ci, k, m) V(ci, k, m, ..)
+  //   winograd_gemm        the GEMMs' result, a tile's worth (acc is a register block)
+  //   winograd_output_rows M A      (co, b, m, tx, ty, n)
+  //   winograd_output      A^T M A  (co, b, a, tx, ty, n), plus the bias
+  // and the output (co, x, y, n) the tile's (x % 2, y % 2) element.
+  Func conv2d_winograd(const Node& n) {
+    const graph::Tensor& xt = g_.tensor(n.inputs[0]);
+    const int cin = int(xt.shape[3]);
+    Func padded = BoundaryConditions::constant_exterior(in(n, 0), 0.0f, region_of(xt.shape));
+    funcs_.push_back(padded);
+    roles_.push_back("padded");
+    Var c("c"), co("co"), k("k"), m("m"), j("j"), a("a"), b("b"), tx("tx"), ty("ty"), bn("bn");
+    // B^T applied to 4 values along one axis: rows of [[1,0,-1,0],[0,1,1,0],[0,-1,1,0],[0,1,0,-1]].
+    auto bt = [](const Expr& i, const Expr& s0, const Expr& s1, const Expr& s2, const Expr& s3) {
+      return select(i == 0, s0 - s2, i == 1, s1 + s2, i == 2, s2 - s1, s1 - s3);
+    };
+    // A^T applied to 4 values: rows of [[1,1,1,0],[0,1,-1,-1]].
+    auto at2 = [](const Expr& i, const Expr& s0, const Expr& s1, const Expr& s2, const Expr& s3) {
+      return select(i == 0, s0 + s1 + s2, s1 - s2 - s3);
+    };
+    auto d = [&](int col, const Expr& row) {
+      return padded(c, 2 * tx - 1 + col, 2 * ty - 1 + row, bn);
+    };
+    Func rows = helper(n, "winograd_input_rows");
+    rows(c, k, j, tx, ty, bn) = bt(k, d(0, j), d(1, j), d(2, j), d(3, j));
+    Func v = helper(n, "winograd_input");
+    v(c, k, m, tx, ty, bn) = bt(m, rows(c, k, 0, tx, ty, bn), rows(c, k, 1, tx, ty, bn),
+                                rows(c, k, 2, tx, ty, bn), rows(c, k, 3, tx, ty, bn));
+    RDom r(0, cin, unique(n.name + "_r"));
+    Func acc = helper(n, "acc");
+    acc(co, k, m, tx, ty, bn) = 0.0f;
+    acc(co, k, m, tx, ty, bn) += in(n, 1)(co, r, k, m) * v(r, k, m, tx, ty, bn);
+    Func gemm = helper(n, "winograd_gemm");
+    gemm(co, k, m, tx, ty, bn) = acc(co, k, m, tx, ty, bn);
+    Func ma = helper(n, "winograd_output_rows");
+    ma(co, b, m, tx, ty, bn) = at2(b, gemm(co, 0, m, tx, ty, bn), gemm(co, 1, m, tx, ty, bn),
+                                   gemm(co, 2, m, tx, ty, bn), gemm(co, 3, m, tx, ty, bn));
+    Func y = helper(n, "winograd_output");
+    Expr e = at2(a, ma(co, b, 0, tx, ty, bn), ma(co, b, 1, tx, ty, bn), ma(co, b, 2, tx, ty, bn),
+                 ma(co, b, 3, tx, ty, bn));
+    y(co, b, a, tx, ty, bn) = n.inputs.size() == 3 ? e + in(n, 2)(co) : e;
+    // Row-major vars: (n, h, w, c).
+    const Var &on = vars_[0], &oh = vars_[1], &ow = vars_[2], &oc = vars_[3];
+    return define(n, y(oc, ow % 2, oh % 2, ow / 2, oh / 2, on));
   }
 
   Func matmul(const Node& n) {

@@ -89,6 +89,69 @@ HostTensor conv2d(const Graph& g, const Node& n, const std::vector<const HostTen
   return y;
 }
 
+// F(2x2, 3x3) tile by tile, in double: V = B^T d B of each 4x4 input tile (zero outside the
+// input), M = sum over ci of U * V, Y = A^T M A, with B^T = [[1, 0, -1, 0], [0, 1, 1, 0],
+// [0, -1, 1, 0], [0, 1, 0, -1]] and A^T = [[1, 1, 1, 0], [0, 1, -1, -1]]. Its tests compare it
+// with conv2d on the direct weights.
+HostTensor conv2d_winograd(const std::vector<const HostTensor*>& in, const Shape& out_shape) {
+  static const double BT[4][4] = {{1, 0, -1, 0}, {0, 1, 1, 0}, {0, -1, 1, 0}, {0, 1, 0, -1}};
+  static const double AT[2][4] = {{1, 1, 1, 0}, {0, 1, -1, -1}};
+  const HostTensor &x = *in[0], &u = *in[1];
+  const int64_t N = x.shape[0], H = x.shape[1], W = x.shape[2], C = x.shape[3], K = u.shape[3];
+  HostTensor y(out_shape);
+  std::vector<double> v(size_t(16 * C)), m(size_t(16 * K));
+  for (int64_t b = 0; b < N; ++b) {
+    for (int64_t ty = 0; ty < (H + 1) / 2; ++ty) {
+      for (int64_t tx = 0; tx < (W + 1) / 2; ++tx) {
+        for (int64_t c = 0; c < C; ++c) {
+          double d[4][4];
+          for (int i = 0; i < 4; ++i) {
+            for (int j = 0; j < 4; ++j) {
+              const int64_t h = 2 * ty - 1 + i, w = 2 * tx - 1 + j;
+              d[i][j] = h < 0 || h >= H || w < 0 || w >= W
+                            ? 0.0
+                            : double(x.data[size_t(((b * H + h) * W + w) * C + c)]);
+            }
+          }
+          for (int i = 0; i < 4; ++i) {
+            for (int j = 0; j < 4; ++j) {
+              double s = 0;
+              for (int p = 0; p < 4; ++p) {
+                for (int q = 0; q < 4; ++q) s += BT[i][p] * d[p][q] * BT[j][q];
+              }
+              v[size_t((i * 4 + j) * C + c)] = s;
+            }
+          }
+        }
+        std::fill(m.begin(), m.end(), 0.0);
+        for (int e = 0; e < 16; ++e) {
+          for (int64_t c = 0; c < C; ++c) {
+            const double ve = v[size_t(e * C + c)];
+            const float* ue = &u.data[size_t((e * C + c) * K)];
+            for (int64_t k = 0; k < K; ++k) m[size_t(e * K + k)] += ve * double(ue[k]);
+          }
+        }
+        for (int a = 0; a < 2; ++a) {
+          for (int bb = 0; bb < 2; ++bb) {
+            const int64_t h = 2 * ty + a, w = 2 * tx + bb;
+            if (h >= H || w >= W) continue;
+            for (int64_t k = 0; k < K; ++k) {
+              double s = in.size() == 3 ? double(in[2]->data[size_t(k)]) : 0.0;
+              for (int p = 0; p < 4; ++p) {
+                for (int q = 0; q < 4; ++q) {
+                  s += AT[a][p] * m[size_t((p * 4 + q) * K + k)] * AT[bb][q];
+                }
+              }
+              y.data[size_t(((b * H + h) * W + w) * K + k)] = float(s);
+            }
+          }
+        }
+      }
+    }
+  }
+  return y;
+}
+
 HostTensor pool(const Graph& g, const Node& n, const HostTensor& x, const Shape& out_shape) {
   const graph::Window2d w = graph::pool_window(n, g.tensor(n.inputs[0]));
   const int64_t H = x.shape[w.h_axis()], W = x.shape[w.w_axis()];
@@ -305,6 +368,7 @@ HostTensor run_node(const Graph& g, const Node& n, const std::vector<const HostT
   if (op == "layer_norm") return layer_norm(n, in);
   if (op == "softmax") return softmax(n, x);
   if (op == "conv2d") return conv2d(g, n, in, out_shape);
+  if (op == "conv2d_winograd") return conv2d_winograd(in, out_shape);
   if (op == "max_pool" || op == "avg_pool") return pool(g, n, x, out_shape);
   if (op == "global_avg_pool") {
     const graph::Window2d w = graph::pool_window(n, g.tensor(n.inputs[0]));
