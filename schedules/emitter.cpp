@@ -314,11 +314,86 @@ class Applier {
     vectorize_inner(sum, lanes);
   }
 
+  // A conv2d_winograd (ops' lowering names its Funcs) computed at tile `at`, which holds whole
+  // rows of W and H in pairs (its tile rule): per tile, the input transform of the tile's 4x4
+  // patches, then for each of the 16 (k, m) the GEMM over input channels in register blocks
+  // of `rows` 2x2 tiles along W x `vectors` of output channels, then each output tile's
+  // transform, stored as the node's 2x2 outputs:
+  //
+  //   for tile:                                  (parallel: the root's tiles)
+  //     V[c, k, m, tx, ty] = B^T d B              (c vectorised, k and m unrolled)
+  //     for m, k, co block, ty, tx block:
+  //       acc[block] = 0; for ci: acc += u[co, ci, k, m] * V[ci, k, m, tx, ty]
+  //       M[block] = acc
+  //     for ty, tx: out[.., 2 tx + b, 2 ty + a] = A^T M A (+ bias)
+  void winograd_blocks(const ops::LoweredNode& ln, const schedules::RegisterBlock& b,
+                       const LoopLevel& at) {
+    std::map<std::string, Func> f;
+    for (size_t i = 0; i + 1 < ln.funcs.size(); ++i) f[ln.roles[i]] = ln.funcs[i];
+    Func out = ln.output(), y = f.at("winograd_output"), ma = f.at("winograd_output_rows");
+    Func gemm = f.at("winograd_gemm"), acc = f.at("acc"), v = f.at("winograd_input");
+    Func rows = f.at("winograd_input_rows");
+    const int vw = b.lanes, width = b.lanes * b.vectors;
+    // Every tile's region starts at an even pixel: x / 2 and x % 2 of the output's loops are
+    // then the tile loop and its unrolled 2.
+    std::vector<Var> o = out.args();  // c, w, h, n
+    Var xo("wxo"), xi("wxi"), yo("wyo"), yi("wyi");
+    out.align_bounds(o[1], 2).align_bounds(o[2], 2);
+    out.split(o[2], yo, yi, 2).split(o[1], xo, xi, 2).reorder(o[0], xi, yi, xo, yo);
+    out.vectorize(o[0], vw, TailStrategy::GuardWithIf).unroll(xi).unroll(yi);
+    // Vars of the transforms and GEMMs: (co, k|b, m|a, tx, ty, n).
+    std::vector<Var> t = y.args();
+    y.compute_at(out, xo).bound(t[1], 0, 2).bound(t[2], 0, 2).unroll(t[1]).unroll(t[2]);
+    y.vectorize(t[0], vw, TailStrategy::GuardWithIf);
+    t = ma.args();
+    ma.compute_at(out, xo).bound(t[1], 0, 2).bound(t[2], 0, 4).unroll(t[1]).unroll(t[2]);
+    ma.vectorize(t[0], vw, TailStrategy::GuardWithIf);
+    // The GEMMs over the tile, a block of `rows` tiles x `width` channels at a time.
+    t = gemm.args();
+    Var coo("wco"), coi("wci"), cv("wcv"), txo("wtxo"), txi("wtxi");
+    gemm.compute_at(at).bound(t[1], 0, 4).bound(t[2], 0, 4);
+    gemm.split(t[0], coo, coi, width, TailStrategy::ShiftInwards)
+        .split(coi, cv, coi, vw)
+        .split(t[3], txo, txi, b.rows, TailStrategy::ShiftInwards)
+        .reorder(coi, cv, txi, txo, t[4], t[5], coo, t[1], t[2])
+        .vectorize(coi)
+        .unroll(cv)
+        .unroll(txi);
+    t = acc.args();
+    Var p1("wp1"), q1("wq1");
+    acc.compute_at(gemm, txo).bound_extent(t[0], width).bound_extent(t[3], b.rows);
+    acc.split(t[0], p1, q1, vw).vectorize(q1).unroll(p1).unroll(t[3]);
+    acc.update()
+        .split(t[0], p1, q1, vw)
+        .reorder(q1, p1, t[3], acc.rvars(0)[0])
+        .vectorize(q1)
+        .unroll(p1)
+        .unroll(t[3]);
+    // The input transform of the tile, channels innermost: the GEMMs' broadcasts read it
+    // contiguously along ci.
+    t = v.args();
+    v.bound(t[1], 0, 4).bound(t[2], 0, 4).unroll(t[1]).unroll(t[2]);
+    v.vectorize(t[0], vw, TailStrategy::GuardWithIf);
+    if (b.winograd_input_whole) {
+      Var rows_of_tiles("wty");
+      v.compute_root().fuse(t[4], t[5], rows_of_tiles).parallel(rows_of_tiles);
+    } else {
+      v.compute_at(at);
+    }
+    t = rows.args();
+    rows.compute_at(v, t[3]).bound(t[1], 0, 4).unroll(t[1]).unroll(t[2]);
+    rows.vectorize(t[0], vw, TailStrategy::GuardWithIf);
+  }
+
   // Schedules the helpers of a node computed within `at` (the group's tile, or on a GPU the
   // thread of its root).
   void apply_helpers(const ops::LoweredNode& ln, const NodeSchedule& ns, const LoopLevel& at,
                      const schedules::GroupSchedule& g) {
     const graph::Node& n = *node_.at(ln.node);
+    if (ns.block && ns.block->winograd) {
+      winograd_blocks(ln, *ns.block, at);
+      return;
+    }
     for (size_t i = 0; i + 1 < ln.funcs.size(); ++i) {
       Func f = ln.funcs[i];
       const std::string& role = ln.roles[i];

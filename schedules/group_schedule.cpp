@@ -177,6 +177,16 @@ class GroupScheduler {
     s.nodes = std::move(roots);
     for (auto& m : members) s.nodes.push_back(std::move(m));
     blocks_in_root_loops(s.nodes);
+    // A Winograd conv in tiles of output channels (a weight-bound one, see tile_rule) has its
+    // input transform computed once, not once per chunk.
+    for (NodeSchedule& n : s.nodes) {
+      if (!n.block || !n.block->winograd) continue;
+      for (const NodeSchedule& r : s.nodes) {
+        if (r.node == n.root) {
+          n.block->winograd_input_whole = r.tiling.kind == Tiling::Kind::column_chunks;
+        }
+      }
+    }
     return s;
   }
 
@@ -204,7 +214,10 @@ class GroupScheduler {
               (t.kind == Tiling::Kind::column_chunks && r.extents[0] % t.factor == 0));
     };
     for (NodeSchedule& n : nodes) {
-      if (!n.block || n.block->whole_dims || n.block->reduction_chunk > 0) continue;
+      // A Winograd conv's output is a transform of its GEMMs' blocks, not their loops.
+      if (!n.block || n.block->whole_dims || n.block->reduction_chunk > 0 || n.block->winograd) {
+        continue;
+      }
       if (n.placement == Placement::root || n.placement == Placement::materialized) {
         n.block->in_root_loops = loops_fit(n, *n.block);
         continue;
@@ -486,7 +499,7 @@ class GroupScheduler {
     int vectors = 4;
     for (const auto& name : g_.nodes) {
       const std::string& op = node(name).op;
-      if (op == "conv2d") return t_.lanes;
+      if (op == "conv2d" || op == "conv2d_winograd") return t_.lanes;
       if (op == "matmul" || op == "linear") {
         vectors = accumulator_registers() >= 2 * kBlockVectors * kMinBlockRows ? 2 : 1;
       }
@@ -556,7 +569,23 @@ class GroupScheduler {
     if (b.lanes < 4) b.lanes = 1;
     const bool two_vectors = ve >= int64_t(b.lanes) * kBlockVectors && b.lanes > 1;
     auto req = g_.request.blocks.find(name);
-    if (nchw) {
+    if (n.op == "conv2d_winograd") {
+      // A GEMM row per 2x2 output tile along W (ue / 2 of them), as an NHWC conv's rows per
+      // pixel: 2 vectors of output channels x the accumulator budget's rows, rows that divide
+      // the tiles where some in [4, wanted] do. AVX-512 (Zen 5, 2 cores), 56x56x64 / 28x28x128 /
+      // 14x14x256, us: 7 rows x 2 vectors 283 / 224 / 269, x 4 vectors 275 / 256 / 279.
+      b.winograd = true;
+      b.vectors = two_vectors ? kBlockVectors : 1;
+      const int64_t tiles = (ue + 1) / 2;
+      const int rows_wanted = std::max(1, accumulator_registers() / b.vectors);
+      b.rows = int(std::min<int64_t>(rows_wanted, tiles));
+      for (int r = b.rows; r >= std::min(rows_wanted, kMinBlockRows); --r) {
+        if (tiles % r == 0) {
+          b.rows = r;
+          break;
+        }
+      }
+    } else if (nchw) {
       // Channels x pixel vectors, 8 accumulators where the channels allow: a block that
       // divides the channel count wastes nothing (12 channels in blocks of 8 compute 16).
       // 8 accumulators at most, also on AVX-512 (16 measured no faster on perception).
@@ -719,7 +748,9 @@ class GroupScheduler {
       // read before the input's: an explored attention plan did, at -48).
       b.whole_dims = !aligned(m.node, root);
       const bool nchw = b.row_dim == 2;
-      if (n.op != "conv2d") {
+      if (b.winograd) {
+        b.reduction_order = {0};  // ci
+      } else if (n.op != "conv2d") {
         b.reduction_order = {0};  // k
         // Column blocks outside the row blocks where the weights outweigh the input: each
         // block's K x columns slice of them serves every row of the tile from cache.
@@ -840,6 +871,7 @@ class GroupScheduler {
       }
       size_t ud = size_t(bs.row_dim);
       int64_t block = bs.rows;
+      if (bs.winograd) ud = 2, block = 2;  // whole rows of W, H in whole 2x2 tiles
       if (ud >= rank || root_shape[rank - 1 - ud] < block) {  // no blocks: the dim is whole
         ud = std::min(ud + 1, rank - 1);
         block = 1;
@@ -869,7 +901,9 @@ class GroupScheduler {
   // The same holds for a linear layer over few rows (GPT-2's c_fc at 128 tokens: 9.4 MB of
   // weights, 0.4 MB of input), which tiles of rows read 16 times over: 5.9 ms for 604 MFLOP.
   bool weight_bound_anchor(const graph::Node& n) const {
-    if ((n.op != "conv2d" || is_nchw_conv(n)) && n.op != "linear") return false;
+    if ((n.op != "conv2d" || is_nchw_conv(n)) && n.op != "linear" && n.op != "conv2d_winograd") {
+      return false;
+    }
     const graph::Tensor& x = ig_.graph().tensor(n.inputs[0]);
     const graph::Tensor& w = ig_.graph().tensor(n.inputs[1]);
     return w.kind == graph::TensorKind::param &&
@@ -1170,6 +1204,8 @@ json record_json(const GroupSchedule& s, const TargetFacts& t) {
       if (n.block->channel_blocks_outside) jn["block"]["channel_blocks_outside"] = true;
       if (n.block->reduction_chunk > 0) jn["block"]["reduction_chunk"] = n.block->reduction_chunk;
       if (n.block->in_root_loops) jn["block"]["in_root_loops"] = true;
+      if (n.block->winograd) jn["block"]["winograd"] = true;
+      if (n.block->winograd_input_whole) jn["block"]["winograd_input_whole"] = true;
     }
     if (n.vectorize_row_reduction) jn["vectorize_row_reduction"] = true;
     if (n.row_kernels) jn["row_kernels"] = true;

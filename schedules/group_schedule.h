@@ -134,6 +134,14 @@ struct RegisterBlock {
   // is computed over the tile into a tile-sized buffer that the root then reads: a store and
   // a load per output, which a depthwise or narrow 1x1 conv (9-16 FMAs per output) feels.
   bool in_root_loops = false;
+  // A conv2d_winograd: its block is one of the 16 GEMMs' (`rows` 2x2 output tiles along W x
+  // `vectors` of output channels, over the input channels), and the tiles of its root hold
+  // whole rows of W and split H in pairs (whole 2x2 tiles).
+  bool winograd = false;
+  // Its input transform computed once, before the tiles (in parallel rows of 2x2 tiles), where
+  // the tiles are chunks of output channels (a weight-bound conv, see weight_bound_anchor):
+  // computed in each such tile, it would be computed once per chunk.
+  bool winograd_input_whole = false;
   int accumulators(int natural_lanes) const {
     return vectors * rows * std::max(1, lanes / std::max(1, natural_lanes));
   }
