@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "fusion/frontend/channels_last.h"
+#include "fusion/frontend/winograd.h"
 #include "fusion/graph/json_io.h"
 #include "fusion/graph/onnx_import.h"
 #include "fusion/pattern/canonicalize.h"
@@ -21,6 +22,7 @@ graph::Graph load_model(const std::string& path, const graph::DimBindings& dims,
   if (!cl || std::strcmp(cl, "0") != 0) {
     for (auto& line : to_channels_last(g)) log.push_back(std::move(line));
   }
+  for (auto& line : to_winograd(g)) log.push_back(std::move(line));
   if (rewrites) *rewrites = std::move(log);
   return g;
 }
