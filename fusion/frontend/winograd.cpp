@@ -39,7 +39,7 @@ bool eligible(const Graph& g, const Node& n) {
 }  // namespace
 
 std::vector<float> winograd_weights(const std::vector<float>& w, int64_t cout, int64_t cin) {
-  // 7.x F(2x2, 3x3): U = G g G^T, G = [[1, 0, 0], [1/2, 1/2, 1/2], [1/2, -1/2, 1/2], [0, 0, 1]].
+  // F(2x2, 3x3) (Lavin and Gray): U = G g G^T, G = [[1, 0, 0], [1/2, 1/2, 1/2], [1/2, -1/2, 1/2], [0, 0, 1]].
   static const double G[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
   std::vector<float> u(size_t(16 * cin * cout));
   for (int64_t co = 0; co < cout; ++co) {
