@@ -84,7 +84,8 @@ class GraphGenerator : public Generator<GraphGenerator> {
         if (const size_t colon = spec.find(':'); colon != std::string::npos) spec[colon] = '=';
       }
       bindings_ = fusion::parse_bindings(specs, "the generator's dims");
-      graph_ = fusion::load_model(path, bindings_, &rewrites_);
+      load_.winograd = !target.has_gpu_feature();
+      graph_ = fusion::load_model(path, bindings_, &rewrites_, load_);
       const std::string d = dispatch;
       if (!d.empty()) {
         dispatch_ = generators::parse_dispatch(d);
@@ -171,7 +172,7 @@ class GraphGenerator : public Generator<GraphGenerator> {
       for (int64_t other : others) {
         graph::DimBindings at = bindings_;
         at[d.symbol] = other;
-        graph::Graph g2 = fusion::load_model(graph_file, at);
+        graph::Graph g2 = fusion::load_model(graph_file, at, nullptr, load_);
         for (const auto& name : graph_.params()) {
           if (!g2.has_tensor(name)) {
             throw std::runtime_error("weight '" + name + "' exists at " + d.symbol + " = " +
@@ -335,6 +336,7 @@ class GraphGenerator : public Generator<GraphGenerator> {
   std::vector<std::pair<graph::Graph, int64_t>> others_;
   std::set<std::string> own_params_;  // weights of this size alone, embedded
   std::vector<std::string> rewrites_;  // canonicalisation of an ONNX model, for the plan log
+  fusion::LoadOptions load_;           // the target's rewrites (no Winograd on a GPU)
   ops::LoweredGraph lowered_;
   std::vector<std::pair<std::string, Input<Buffer<>>*>> inputs_;
   std::vector<Buffer<>> constants_;  // embedded weights

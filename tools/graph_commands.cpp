@@ -442,7 +442,9 @@ int compile_command(const CompileCommand& c, const std::string& generator) {
   for (const auto& d : dynamic) at[d.symbol] = d.min;
   // Load first: a model the frontend refuses is reported here, not inside the generator.
   std::vector<std::string> rewrites;
-  const graph::Graph g = fusion::load_model(c.model, at, &rewrites);
+  fusion::LoadOptions load;
+  load.winograd = c.target != "host-cuda" && c.target != "host-opencl";
+  const graph::Graph g = fusion::load_model(c.model, at, &rewrites, load);
   std::string name = c.name;
   if (name.empty()) {
     name = fs::path(c.model).stem().string();

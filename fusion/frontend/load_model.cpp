@@ -13,7 +13,7 @@
 namespace opfuse::fusion {
 
 graph::Graph load_model(const std::string& path, const graph::DimBindings& dims,
-                        std::vector<std::string>* rewrites) {
+                        std::vector<std::string>* rewrites, const LoadOptions& options) {
   if (std::filesystem::path(path).extension() != ".onnx") return graph::load_graph_json(path, dims);
   graph::Graph g = graph::import_onnx(path, dims);
   std::vector<std::string> log = canonicalize(g);
@@ -22,7 +22,9 @@ graph::Graph load_model(const std::string& path, const graph::DimBindings& dims,
   if (!cl || std::strcmp(cl, "0") != 0) {
     for (auto& line : to_channels_last(g)) log.push_back(std::move(line));
   }
-  for (auto& line : to_winograd(g)) log.push_back(std::move(line));
+  if (options.winograd) {
+    for (auto& line : to_winograd(g)) log.push_back(std::move(line));
+  }
   if (rewrites) *rewrites = std::move(log);
   return g;
 }

@@ -12,11 +12,20 @@
 
 namespace opfuse::fusion {
 
+// How the graph is rewritten for its target.
+struct LoadOptions {
+  // 3x3 convolutions as Winograd F(2x2, 3x3) (fusion/frontend/winograd.h): CPU targets. A GPU
+  // schedule computes each output in a thread of its own, which would transform the input and
+  // run all 16 GEMMs of its 2x2 tile for one output, more work than the direct convolution.
+  bool winograd = true;
+};
+
 // `rewrites`, when given, receives one line per canonicalisation rewrite that fired.
 // `dims`: sizes of the model's symbolic input dimensions (a dynamic batch); the graph is
 // built at those sizes.
 graph::Graph load_model(const std::string& path, const graph::DimBindings& dims,
-                        std::vector<std::string>* rewrites = nullptr);
+                        std::vector<std::string>* rewrites = nullptr,
+                        const LoadOptions& options = {});
 inline graph::Graph load_model(const std::string& path,
                                std::vector<std::string>* rewrites = nullptr) {
   return load_model(path, {}, rewrites);

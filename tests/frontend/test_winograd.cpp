@@ -8,10 +8,13 @@
 #include <doctest/doctest.h>
 
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 
 #include "Halide.h"
 #include "fusion/cost/cost_model.h"
 #include "fusion/frontend/channels_last.h"
+#include "fusion/frontend/load_model.h"
 #include "fusion/frontend/winograd.h"
 #include "fusion/graph/builder.h"
 #include "fusion/graph/host_tensor.h"
@@ -20,6 +23,7 @@
 #include "fusion/reference/executor.h"
 #include "schedules/emitter.h"
 #include "schedules/jit.h"
+#include "tests/frontend/blocks.h"
 
 using namespace opfuse;
 
@@ -137,6 +141,27 @@ TEST_CASE("winograd leaves NCHW convs, and every conv when OPFUSE_WINOGRAD=0, al
   CHECK(g == nhwc);
   CHECK_FALSE(fusion::to_winograd(g).empty());
   CHECK(fusion::to_winograd(g).empty());  // nothing left to rewrite
+}
+
+TEST_CASE("an ONNX model loads with Winograd convs for a CPU, direct ones for a GPU") {
+  // The detection head's 16 -> 16 3x3 stem at 8x8, as `opfuse compile` and the generator load
+  // it for a CPU target and for host-cuda / host-opencl (LoadOptions).
+  const opfuse::testing::Block* head = nullptr;
+  for (const auto& b : opfuse::testing::blocks()) head = b.name == "detection_head" ? &b : head;
+  REQUIRE(head != nullptr);
+  const std::string path =
+      (std::filesystem::temp_directory_path() / "opfuse_winograd_head.onnx").string();
+  std::ofstream(path, std::ios::binary) << opfuse::testing::block_bytes(*head, 17);
+  std::vector<std::string> log;
+  const graph::Graph cpu = fusion::load_model(path, {}, &log);
+  CHECK(count(cpu, "conv2d_winograd") == 1);
+  CHECK(log.back().rfind("winograd: 1 ", 0) == 0);
+  fusion::LoadOptions gpu;
+  gpu.winograd = false;
+  const graph::Graph direct = fusion::load_model(path, {}, nullptr, gpu);
+  CHECK(count(direct, "conv2d_winograd") == 0);
+  CHECK(count(direct, "conv2d") == count(cpu, "conv2d") + 1);
+  std::filesystem::remove(path);
 }
 
 TEST_CASE("winograd: a malformed transformed weight is named in the error") {
