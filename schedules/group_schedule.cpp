@@ -861,8 +861,20 @@ class GroupScheduler {
       // conv of a layer feeds channels [992, 1024) of the next concat, so a chunk [0, 256)
       // needs none of it, the clamped index asks for one channel, and a 32-channel block
       // shifted inwards to cover it starts at -31 (its weights read before their first).
-      weight_bound = weight_bound && weight_bound_anchor(node(name)) && !offsets_columns(name, root) &&
-                     !normalizes_columns(name, root);
+      // An anchor broadcast into its root (a squeeze-excite FC's [1,1,1,C] scaling a
+      // [1,H,W,C] tensor) is recomputed in each tile of rows, its weights read once a tile:
+      // where the 2 tiles a core reads fewer weights than the root has elements, the root's
+      // pixels are the tiles' work and split in rows. Chunks of channels had split
+      // EfficientNet-B0's 144-channel SE multiply at 28x28 96 + 48 over 2 cores, each chunk
+      // a strided walk of every pixel: 39 us in the network, 18-20 us in rows. Its 1152-channel
+      // ones at 7x7 (as many weights as pixels) stay in chunks: 8 us, 13 us in rows.
+      const int64_t root_elements = graph::num_elements(root_shape);
+      const bool few_weights_a_tile =
+          graph::num_elements(tensor_of(name).shape) < root_elements &&
+          2 * t_.cores * graph::num_elements(ig_.graph().tensor(node(name).inputs[1]).shape) <=
+              root_elements;
+      weight_bound = weight_bound && weight_bound_anchor(node(name)) && !few_weights_a_tile &&
+                     !offsets_columns(name, root) && !normalizes_columns(name, root);
       chunk = std::lcm(chunk, int64_t(bs.lanes) * bs.vectors);
       if (is_nchw_conv(node(name))) {
         // Blocks of an NCHW conv lie along C: tiles hold all channels and split H (or N),

@@ -465,6 +465,35 @@ TEST_CASE("records: a conv with more weights than input is tiled by output chann
   CHECK(record_of(s, "conv2d_0").block->channel_blocks_outside);
 }
 
+TEST_CASE(
+    "records: a squeeze-excite scale tiles its multiply in rows unless its weights weigh more") {
+  // x * sigmoid(fc(s)): the FC's [1,1,1,C] output is broadcast over x's pixels and computed
+  // in each of the multiply's tiles. EfficientNet-B0's 144-channel SE at 28x28 (864 weights,
+  // 113k pixels x channels): tiles of rows. Its 1152-channel ones at 7x7 (55k weights, 56k
+  // elements): each tile of rows would read all the weights; chunks of channels read them
+  // once.
+  struct Case {
+    int64_t hw, c, squeezed;
+    Tiling::Kind kind;
+  };
+  for (const Case& k :
+       {Case{28, 144, 6, Tiling::Kind::rows}, Case{7, 1152, 48, Tiling::Kind::column_chunks}}) {
+    CAPTURE(k.c);
+    GraphBuilder b("se");
+    auto x = b.input("x", {1, k.hw, k.hw, k.c}, Layout::NHWC);
+    auto s = b.input("s", {1, 1, 1, k.squeezed}, Layout::NHWC);
+    b.output(b.mul(x, b.sigmoid(b.conv2d(s, b.param("w", {k.c, k.squeezed, 1, 1})))));
+    const Planned p = as_one_group(b.build());
+    for (const TargetFacts& t : {avx2(), avx512()}) {
+      const PipelineSchedule sched = schedule_plan(p.g, p.plan, t);
+      const NodeSchedule& root = record_of(sched, "mul_0");
+      CHECK(root.tiling.kind == k.kind);
+      CHECK(root.tiling.tiles >= 2 * t.cores);
+      CHECK(record_of(sched, "conv2d_0").placement == Placement::at_tile);
+    }
+  }
+}
+
 TEST_CASE("records: an anchor runs in its root's loops where its epilogue is elementwise") {
   for (const TargetFacts& t : {avx2(), avx512()}) {
     CAPTURE(t.vector_registers);
