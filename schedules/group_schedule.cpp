@@ -865,7 +865,7 @@ class GroupScheduler {
       // [1,H,W,C] tensor) is recomputed in each tile of rows, its weights read once a tile:
       // where the 2 tiles a core reads fewer weights than the root has elements, the root's
       // pixels are the tiles' work and split in rows. Chunks of channels had split
-      // EfficientNet-B0's 144-channel SE multiply at 28x28 96 + 48 over 2 cores, each chunk
+      // EfficientNet-B0's 144-channel SE multiply at 56x56 96 + 48 over 2 cores, each chunk
       // a strided walk of every pixel: 39 us in the network, 18-20 us in rows. Its 1152-channel
       // ones at 7x7 (as many weights as pixels) stay in chunks: 8 us, 13 us in rows.
       const int64_t root_elements = graph::num_elements(root_shape);
