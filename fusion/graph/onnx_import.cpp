@@ -773,6 +773,7 @@ class Importer {
     const int64_t parts = on.output_size();
     if (sizes.empty()) {
       const int64_t n = int_attr(on, "num_outputs", parts);
+      if (n < 1) refuse(on, name, "has no outputs to split into");
       if (n != parts) {
         refuse(on, name, "num_outputs " + std::to_string(n) + " but " + std::to_string(parts) +
                              " outputs");
@@ -781,8 +782,12 @@ class Importer {
       for (int64_t i = 0; i < n; ++i) sizes.push_back(std::min(each, dim - i * each));
     }
     int64_t total = 0;
-    for (int64_t v : sizes) total += v;
-    if (int64_t(sizes.size()) != parts || total != dim) {
+    bool negative = false;
+    for (int64_t v : sizes) {
+      total += v;
+      negative |= v < 0;
+    }
+    if (int64_t(sizes.size()) != parts || total != dim || negative) {
       refuse(on, name, "split sizes " + shape_to_string(sizes) + " do not divide axis " +
                            std::to_string(axis) + " of extent " + std::to_string(dim) + " into " +
                            std::to_string(parts) + " outputs");

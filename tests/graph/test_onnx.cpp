@@ -353,6 +353,26 @@ TEST_CASE("ONNX Slice and Split: constant bounds, every attribute form, against 
   om.output("a");
   opfuse::testing::check_graph_error([&] { import_onnx_bytes(om.bytes(), "split.onnx"); },
                                      {"node 'bad_split'", "Split", "[2,2]", "extent 5"});
+  // Sizes that sum to the extent but hold a negative part, and a Split with no outputs (once a
+  // division by zero).
+  OnnxModel neg;
+  neg.input("x", {2, 5});
+  neg.init_ints("sizes", {7, -2});
+  auto* neg_split = neg.node("Split", "neg_split", {"x", "sizes"}, "a");
+  neg_split->add_output("b");
+  OnnxModel::i(neg_split, "axis", 1);
+  neg.output("a");
+  opfuse::testing::check_graph_error([&] { import_onnx_bytes(neg.bytes(), "split.onnx"); },
+                                     {"node 'neg_split'", "[7,-2]", "extent 5"});
+  OnnxModel none;
+  none.input("x", {2, 5});
+  auto* empty = none.m.mutable_graph()->add_node();
+  empty->set_op_type("Split");
+  empty->set_name("empty_split");
+  empty->add_input("x");
+  none.output("x");
+  opfuse::testing::check_graph_error([&] { import_onnx_bytes(none.bytes(), "split.onnx"); },
+                                     {"node 'empty_split'", "no outputs"});
 }
 
 TEST_CASE("ONNX MaxPool and AveragePool with ceil_mode = 1: the last window overhangs the end") {
