@@ -96,11 +96,12 @@ class GraphGenerator : public Generator<GraphGenerator> {
     }
     _halide_user_assert(!(embed_weights && !std::string(weights_out).empty()))
         << "opfuse graph generator: embed_weights and weights_out exclude each other";
-    // A weights file stores every NHWC convolution's weights packed (the same for each
-    // function reading the file); the generated function's buffers for them have that layout.
+    // A weights file stores NHWC convolutions' and linear layers' weights packed (the same for
+    // each function reading the file); the generated function's buffers for them have that
+    // layout.
     if ((!std::string(weights_out).empty() || weights_from_file) && !target.has_gpu_feature() &&
         !using_autoscheduler()) {
-      file_packed_ = schedules::nhwc_conv_weights(graph_);
+      file_packed_ = schedules::file_packed_weights(graph_);
     }
     std::set<std::string> names;
     auto declare = [&](const std::string& tensor) {
@@ -211,9 +212,10 @@ class GraphGenerator : public Generator<GraphGenerator> {
     std::map<std::string, Func> sources;
     for (auto& [name, in] : inputs_) {
       sources[name] = Func(*in);
-      if (const int block = stored_block(name); block > 0) {  // rank 6: seen as the rank-4 weights
+      if (const int block = stored_block(name); block > 0) {  // seen as the logical weights
         Func w(ops::halide_safe_name(name) + "_unpacked");
-        const std::vector<Var> v = ops::halide_args(ops::make_vars(4));
+        const std::vector<Var> v =
+            ops::halide_args(ops::make_vars(graph_.tensor(name).shape.size()));
         w(v) = Func(*in)(ops::packed_weight_index(v, block, graph_.tensor(name).shape[1]));
         sources[name] = w;
       }
@@ -315,10 +317,10 @@ class GraphGenerator : public Generator<GraphGenerator> {
 
  private:
   // A weight argument read from a weights file in blocks of output channels
-  // (ops::pack_conv_weights): the block, else 0.
+  // (ops::pack_weights): the block, else 0.
   int stored_block(const std::string& tensor) const {
     if (!file_packed_.count(tensor)) return 0;
-    return ops::conv_weight_block(graph_.tensor(tensor).shape, lanes_);
+    return ops::weight_block(graph_.tensor(tensor).shape, lanes_);
   }
   // The extents (Halide's order) of an argument's buffer.
   std::vector<int> stored_extents(const std::string& tensor) const {

@@ -56,21 +56,22 @@ void write_weights_entry(const std::string& prefix, const graph::Graph& g,
                          const std::set<std::string>& packed, int lanes) {
   const std::string name = fs::path(prefix).filename().string();
   const std::string weights_path = prefix + ".weights";
-  auto stored_packed = [&](const std::string& tensor) {  // a conv weight, packed
-    return packed.count(tensor) && g.tensor(tensor).shape.size() == 4;
-  };
-  // The block of a packed weight's output channels (0: Cout innermost)
+  // The block of a packed conv weight's output channels (0: Cout innermost), or a linear
+  // weight's panel of columns (0: row-major).
   auto block_of = [&](const std::string& tensor) {
-    return ops::conv_weight_block(g.tensor(tensor).shape, lanes);
+    return ops::weight_block(g.tensor(tensor).shape, lanes);
   };
   auto layout_of = [&](const std::string& tensor) {
-    return !stored_packed(tensor) ? weights::kRowMajor
-           : block_of(tensor) > 0 ? weights::kCoutBlocked
-                                  : weights::kCoutInnermost;
+    const size_t rank = g.tensor(tensor).shape.size();
+    if (!packed.count(tensor)) return weights::kRowMajor;
+    if (rank == 2) return block_of(tensor) > 0 ? weights::kColumnPanels : weights::kRowMajor;
+    if (rank != 4) return weights::kRowMajor;
+    return block_of(tensor) > 0 ? weights::kCoutBlocked : weights::kCoutInnermost;
   };
   auto layout_name = [](uint8_t layout) {
     return layout == weights::kCoutBlocked     ? "w::kCoutBlocked"
            : layout == weights::kCoutInnermost ? "w::kCoutInnermost"
+           : layout == weights::kColumnPanels  ? "w::kColumnPanels"
                                                : "w::kRowMajor";
   };
 
@@ -97,8 +98,8 @@ void write_weights_entry(const std::string& prefix, const graph::Graph& g,
     e.layout = layout_of(a.tensor);
     if (e.layout != weights::kRowMajor) {
       e.block = uint8_t(block_of(a.tensor));
-      if (e.block > 0) e.chunk = uint8_t(ops::conv_weight_chunk(t.shape[1]));
-      values.back() = ops::pack_conv_weights(values.back(), e.block);
+      if (e.layout == weights::kCoutBlocked) e.chunk = uint8_t(ops::conv_weight_chunk(t.shape[1]));
+      values.back() = ops::pack_weights(values.back(), e.block);
     }
     std::snprintf(e.name, sizeof e.name, "%s", a.c_name.c_str());
     e.dtype = uint8_t(a.type.code());
@@ -151,7 +152,8 @@ void write_weights_entry(const std::string& prefix, const graph::Graph& g,
       for (size_t d = 0; d < t.shape.size(); ++d) table << (d ? ", " : "") << t.shape[d];
       const uint8_t layout = layout_of(a.tensor);
       const bool blocked = layout == weights::kCoutBlocked;
-      table << "}, " << layout_name(layout) << ", " << (blocked ? block_of(a.tensor) : 0) << ", "
+      const bool block = blocked || layout == weights::kColumnPanels;
+      table << "}, " << layout_name(layout) << ", " << (block ? block_of(a.tensor) : 0) << ", "
             << (blocked ? ops::conv_weight_chunk(t.shape[1]) : 0) << "},\n";
       plan << weight++ << ", ";
     } else {
@@ -402,10 +404,11 @@ namespace {
       << "// this model (runtime/weights_file.h), and calls " << name << "_impl with the weights.\n"
       << "#include <HalideRuntime.h>\n#include <dlfcn.h>\n#include <fcntl.h>\n"
       << "#include <sys/mman.h>\n#include <sys/stat.h>\n#include <unistd.h>\n\n"
-      << "#include <atomic>\n#include <cerrno>\n#include <mutex>\n#include <string>\n#include <vector>\n\n"
-      << "// runtime/weights_file.h, the file's format:\n" << format_text << "\n"
-      << impl_decls.str()
-      << "extern \"C\" int " << name << "_argv(void** args);\n\n"
+      << "#include <atomic>\n#include <cerrno>\n#include <mutex>\n#include <string>\n#include "
+         "<vector>\n\n"
+      << "// runtime/weights_file.h, the file's format:\n"
+      << format_text << "\n"
+      << impl_decls.str() << "extern \"C\" int " << name << "_argv(void** args);\n\n"
       << "namespace {\n\n"
       << "namespace w = opfuse::weights;\n"
       << "constexpr uint64_t kModelHash = " << h.model_hash << "ull;\n"
@@ -413,8 +416,10 @@ namespace {
       << "constexpr int kUserArgs = " << user_count << ";\n"
       << "const char* const kWrittenAt = " << c_string(abs_weights) << ";\n"
       << "const char* const kFileName = " << c_string(name + ".weights") << ";\n"
-      << "const w::Expected kExpected[] = {\n" << table.str() << "};\n"
-      << "// Per argument of " << name << "_impl: a weight's index, or -1 - k for the caller's k-th.\n"
+      << "const w::Expected kExpected[] = {\n"
+      << table.str() << "};\n"
+      << "// Per argument of " << name
+      << "_impl: a weight's index, or -1 - k for the caller's k-th.\n"
       << "const int kPlan[] = {" << plan.str() << "};\n"
       << "constexpr bool kSerialise = " << (gpu ? "true" : "false") << ";\n\n"
       << R"(struct Loaded {
@@ -442,7 +447,8 @@ int fail(const std::string& msg) {
 int load(const std::string& path) {
   for (const halide_filter_metadata_t* (*md)() : kMetadata) {
     if (md()->num_arguments != int(sizeof kPlan / sizeof kPlan[0])) {
-      return fail(std::string(")" << name << R"(: the generated function ") + md()->name +
+      return fail(std::string(")"
+      << name << R"(: the generated function ") + md()->name +
                   " takes other arguments than its entry point passes");
     }
   }
@@ -487,6 +493,14 @@ int load(const std::string& path) {
         l->dims[i][d] = halide_dimension_t{0, extents[d], s, 0};
       }
     }
+    if (e.layout == w::kColumnPanels) {  // Halide dims (lane, k, panel)
+      const int32_t extents[3] = {int32_t(e.block), int32_t(e.dims[0]),
+                                  int32_t(e.dims[1] / e.block)};
+      b.dimensions = 3;
+      for (int d = 0, s = 1; d < 3; s *= extents[d], ++d) {
+        l->dims[i][d] = halide_dimension_t{0, extents[d], s, 0};
+      }
+    }
     if (e.layout == w::kCoutInnermost) {  // Halide dims kw, kh, ci, co: co, kw, kh, ci in memory
       const int32_t co = int32_t(e.dims[0]), kw = int32_t(e.dims[3]), kh = int32_t(e.dims[2]);
       l->dims[i][3].stride = 1;
@@ -512,7 +526,8 @@ std::string beside(std::string file) {
 // then names the program as it was started, which may be relative), else where opfuse wrote it.
 std::string default_path() {
   Dl_info info;
-  if (dladdr(reinterpret_cast<void*>(&)" << name << R"(_argv), &info) && info.dli_fname) {
+  if (dladdr(reinterpret_cast<void*>(&)"
+      << name << R"(_argv), &info) && info.dli_fname) {
     const std::string p = beside(info.dli_fname);
     if (!p.empty()) return p;
   }
@@ -526,15 +541,18 @@ std::string default_path() {
   return kWrittenAt;
 }
 
-)" << run_fn.str() << R"(}  // namespace
+)" << run_fn.str()
+      << R"(}  // namespace
 
-extern "C" int )" << name << R"(_load_weights(const char* path) {
+extern "C" int )"
+      << name << R"(_load_weights(const char* path) {
   std::lock_guard<std::mutex> lock(load_mutex);
   if (!path && loaded.load(std::memory_order_acquire)) return 0;  // the default, loaded before
   return load(path ? path : default_path());
 }
 
-extern "C" int )" << name << R"(_argv(void** args) {
+extern "C" int )"
+      << name << R"(_argv(void** args) {
   Loaded* l = loaded.load(std::memory_order_acquire);
   if (!l) {
     std::lock_guard<std::mutex> lock(load_mutex);
@@ -551,9 +569,11 @@ extern "C" int )" << name << R"(_argv(void** args) {
   return run(l, args);
 }
 
-extern "C" const struct halide_filter_metadata_t* )" << name << R"(_metadata() {
+extern "C" const struct halide_filter_metadata_t* )"
+      << name << R"(_metadata() {
   static const halide_filter_metadata_t md = [] {
-    const halide_filter_metadata_t* impl = )" << impl << R"(_metadata();
+    const halide_filter_metadata_t* impl = )"
+      << impl << R"(_metadata();
     static halide_filter_argument_t user[kUserArgs];
     for (int i = 0; i < impl->num_arguments; ++i) {
       if (kPlan[i] < 0) user[-1 - kPlan[i]] = impl->arguments[i];
@@ -562,13 +582,15 @@ extern "C" const struct halide_filter_metadata_t* )" << name << R"(_metadata() {
     halide_filter_metadata_t m = *impl;
     m.num_arguments = kUserArgs;
     m.arguments = user;
-    m.name = ")" << name << R"(";
+    m.name = ")"
+      << name << R"(";
     return m;
   }();
   return &md;
 }
 
-extern "C" int )" << name << "(" << params.str() << ") {\n"
+extern "C" int )"
+      << name << "(" << params.str() << ") {\n"
       << "  void* args[] = {" << call.str() << "};\n"
       << "  return " << name << "_argv(args);\n}\n";
   {

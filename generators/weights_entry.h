@@ -27,9 +27,9 @@ struct PipelineArg {
 // entry point is named after PREFIX's file name, NAME; it calls NAME_impl, the generated
 // function (with `dispatch`, NAME_b<size>_impl per size). `gpu`: calls are serialised, as the
 // weights' buffers then hold device state.
-// Weights in `packed` are stored as ops::pack_conv_weights lays them out for `lanes` f32
-// lanes (weights::kCoutBlocked or kCoutInnermost; the generated function's buffer for each
-// has that layout).
+// Weights in `packed` are stored as ops::pack_weights lays them out for `lanes` f32 lanes
+// (weights::kCoutBlocked, kCoutInnermost or kColumnPanels; the generated function's buffer
+// for each has that layout).
 void write_weights_entry(const std::string& prefix, const graph::Graph& g,
                          const std::vector<PipelineArg>& args, bool gpu,
                          const Dispatch* dispatch = nullptr,

@@ -8,7 +8,8 @@
 //            checksum of the data
 //   Entry    per tensor, in the generated function's argument order: name, dtype, rank, dims,
 //            offset (64-byte aligned, so kernels read aligned rows), size in bytes
-//   data     the tensors, row-major or (NHWC convolutions' weights) Cout-innermost
+//   data     the tensors, row-major or packed as the kernels read them (NHWC convolutions'
+//            weights Cout-innermost or blocked, linear layers' in panels of columns)
 // The library maps the file read-only and points its weight buffers into the mapping, so the
 // weights are neither copied nor held twice.
 #pragma once
@@ -21,15 +22,16 @@
 namespace opfuse::weights {
 
 constexpr char kMagic[8] = {'O', 'P', 'F', 'U', 'S', 'E', 'W', 'T'};
-constexpr uint32_t kVersion = 3;  // 2: kCoutBlocked and Entry::block; 3: Entry::chunk
+constexpr uint32_t kVersion = 4;  // 2: kCoutBlocked, Entry::block; 3: Entry::chunk; 4: panels
 constexpr uint32_t kMaxRank = 8;
 constexpr uint32_t kMaxName = 231;  // an Entry of 320 bytes
 constexpr uint64_t kAlign = 64;
 // How a tensor's elements lie: row-major, or a convolution's [Cout, Cin, KH, KW] as the NHWC
-// kernels read it, stored so at build time (ops::pack_conv_weights): Cout fastest, then KW,
+// kernels read it, stored so at build time (ops::pack_weights): Cout fastest, then KW,
 // KH, Cin; or in blocks of `block` output channels, each in chunks of `chunk` input channels,
-// [Cout / block, Cin / chunk, KH, KW, chunk, block].
-constexpr uint8_t kRowMajor = 0, kCoutInnermost = 1, kCoutBlocked = 2;
+// [Cout / block, Cin / chunk, KH, KW, chunk, block]; or a linear layer's [K, N] in panels of
+// `block` columns, [N / block, K, block].
+constexpr uint8_t kRowMajor = 0, kCoutInnermost = 1, kCoutBlocked = 2, kColumnPanels = 3;
 
 struct Header {
   char magic[8];
@@ -46,8 +48,8 @@ struct Entry {
   uint8_t dtype;            // halide_type_code_t
   uint8_t bits;
   uint8_t rank;
-  uint8_t layout;           // kRowMajor, kCoutInnermost or kCoutBlocked (a rank-4 conv weight)
-  uint8_t block;            // kCoutBlocked: output channels a block; else 0
+  uint8_t layout;           // kRowMajor, kCoutInnermost, kCoutBlocked or kColumnPanels
+  uint8_t block;            // kCoutBlocked: output channels a block; kColumnPanels: columns
   uint8_t chunk;            // kCoutBlocked: input channels a chunk; else 0
   uint8_t reserved[2];
   int64_t dims[kMaxRank];   // row-major: the logical shape, whatever the layout

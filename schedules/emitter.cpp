@@ -282,7 +282,9 @@ class Applier {
       acc.update().split(a[vd], p3, q3, vw).reorder(order).vectorize(q3).unroll(p3).unroll(a[ud]);
     }
     if (b.unroll_kernel_width) acc.update().unroll(r[2]);
-    if (b.pack_weights && !p_.packed_weights.count(n.inputs[1])) {
+    if (b.pack_weights && n.op == "conv2d" && !p_.packed_weights.count(n.inputs[1])) {
+      // (A linear's weights unknown to the build stay row-major: their rows are already
+      // contiguous, and a repack on every call costs a pass over all of them.)
       Func weights = p_.lowered->tensors.at(n.inputs[1]);
       Func packed = weights.in(acc);
       std::vector<Var> wa = packed.args();  // kw, kh, ci, co

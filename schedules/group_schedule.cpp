@@ -756,6 +756,11 @@ class GroupScheduler {
         // Column blocks outside the row blocks where the weights outweigh the input: each
         // block's K x columns slice of them serves every row of the tile from cache.
         if (n.op == "linear") {
+          // Weights the build knows, in panels a block's vectors fall within, are read so
+          // (graph::linear_weight_panel).
+          const graph::Tensor& w = ig_.graph().tensor(n.inputs[1]);
+          const int64_t panel = graph::linear_weight_panel(w.shape);
+          b.pack_weights = w.kind == graph::TensorKind::param && panel > 0 && panel % b.lanes == 0;
           b.channel_blocks_outside = weight_bound_anchor(n) || requested_chunk(n) > 0;
           if (b.channel_blocks_outside) b.reduction_chunk = reduction_chunk(n, b);
           // A chunked block's rows run past the tile's last row into its accumulators'
@@ -1337,13 +1342,14 @@ std::set<std::string> weights_to_pack(const graph::Graph& g, const PipelineSched
   return out;
 }
 
-std::set<std::string> nhwc_conv_weights(const graph::Graph& g) {
+std::set<std::string> file_packed_weights(const graph::Graph& g) {
   std::set<std::string> out;
   for (const auto& n : g.nodes()) {
-    if (n.op != "conv2d" || n.inputs.size() < 2) continue;
+    if ((n.op != "conv2d" && n.op != "linear") || n.inputs.size() < 2) continue;
     const graph::Tensor &x = g.tensor(n.inputs[0]), &w = g.tensor(n.inputs[1]);
-    if (w.kind == graph::TensorKind::param && w.shape.size() == 4 &&
-        graph::op_layout(n, x) == graph::Layout::NHWC) {
+    if (w.kind != graph::TensorKind::param) continue;
+    if (n.op == "linear" ? graph::linear_weight_panel(w.shape) > 0
+                         : w.shape.size() == 4 && graph::op_layout(n, x) == graph::Layout::NHWC) {
       out.insert(w.name);
     }
   }

@@ -116,7 +116,7 @@ struct RegisterBlock {
   // (conv: ci, kh, kw; matmul, linear: k).
   std::vector<int> reduction_order;
   bool unroll_kernel_width = false;  // an NCHW conv's 1-7 long kw loop, innermost: unrolled
-  bool pack_weights = false;         // an NHWC conv's weights stored with Cout innermost
+  bool pack_weights = false;         // an NHWC conv's weights Cout innermost, a linear's in panels
   // The channel-block loop outside the pixel-block loops (an NHWC conv): each block's slice of
   // the weights is read for every pixel of the tile while it is in cache, not once per pixel
   // block (see RegisterBlock's choice in group_schedule.cpp).
@@ -221,10 +221,11 @@ std::string schedule_to_table(const PipelineSchedule& s);
 // and that an anchor's block reads Cout-innermost (RegisterBlock::pack_weights): stored so
 // once, when the build makes their buffers, they need no repack on every call.
 std::set<std::string> weights_to_pack(const graph::Graph& g, const PipelineSchedule& s);
-// The weights of every NHWC convolution: what a weights file stores Cout-innermost. Decided
+// What a weights file stores packed: every NHWC convolution's weights (Cout innermost) and
+// every linear layer's whose columns come in panels (graph::linear_weight_panel). Decided
 // from the graph alone, not the records, so that every function reading one file (a dynamic
 // batch's sizes) expects the same layout; a block that does not pack reads them strided.
-std::set<std::string> nhwc_conv_weights(const graph::Graph& g);
+std::set<std::string> file_packed_weights(const graph::Graph& g);
 // Node -> its placement in a few words ("at_tile of relu_3", "root: 8 tiles"), for the DOT.
 std::map<std::string, std::string> schedule_notes(const PipelineSchedule& s);
 

@@ -252,6 +252,10 @@ Layout op_layout(const Node& n, const Tensor& x) {
   return x.layout == Layout::none ? Layout::NCHW : x.layout;
 }
 
+int64_t linear_weight_panel(const Shape& w) {
+  return w.size() == 2 && w[1] % kLinearPanel == 0 ? kLinearPanel : 0;
+}
+
 Window2d conv2d_window(const Node& n, const Tensor& x, const Tensor& w) {
   Window2d win;
   win.layout = op_layout(n, x);

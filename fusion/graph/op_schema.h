@@ -93,6 +93,14 @@ Window2d conv2d_window(const Node& n, const Tensor& x, const Tensor& w);
 Window2d pool_window(const Node& n, const Tensor& x);
 // The layout an op on `x` works in: attr "layout", else x's layout, else NCHW.
 Layout op_layout(const Node& n, const Tensor& x);
+// A linear layer's weights [K, N] as its register blocks read them, where N is a multiple of
+// kLinearPanel: in panels of kLinearPanel columns, [N / panel, K, panel] (ops::pack_weights).
+// A block of up to a panel's columns then reads its row of B at each k from one contiguous
+// run and the K loop streams, where row-major [K, N] (N = 768-3072) steps a 3-12 KB stride per
+// k. 64 columns: one AVX-512 block (2 x 32 lanes), four AVX2 blocks (2 x 8).
+constexpr int64_t kLinearPanel = 64;
+// The panel of a linear's weights of shape `w`; 0 where they stay row-major.
+int64_t linear_weight_panel(const Shape& w);
 
 struct UnaryParams {  // leaky_relu alpha, clamp bounds, gelu variant, pow exponent
   double alpha = 0.01;  // hard_sigmoid: 0.2 (ONNX's default), with beta

@@ -1,5 +1,6 @@
 #include "fusion/ops/realize.h"
 
+#include "fusion/graph/op_schema.h"
 #include "fusion/ops/lower.h"
 
 namespace opfuse::ops {
@@ -22,7 +23,8 @@ graph::HostTensor from_buffer(const graph::Shape& shape, const Buffer<>& b) {
 
 }  // namespace
 
-int conv_weight_block(const graph::Shape& weights, int lanes) {
+int weight_block(const graph::Shape& weights, int lanes) {
+  if (weights.size() == 2) return int(graph::linear_weight_panel(weights));
   return weights.size() == 4 && lanes > 1 && weights[0] % lanes == 0 ? lanes : 0;
 }
 
@@ -30,11 +32,24 @@ int conv_weight_chunk(int64_t cin) { return cin > 32 && cin % 32 == 0 ? 32 : int
 
 std::vector<int> packed_weight_extents(const graph::Shape& w, int block) {
   if (block == 0) return halide_extents(w);
+  if (w.size() == 2) return {block, int(w[0]), int(w[1] / block)};
   const int c = conv_weight_chunk(w[1]);
   return {block, c, int(w[3]), int(w[2]), int(w[1] / c), int(w[0] / block)};
 }
 
-Buffer<> pack_conv_weights(const Buffer<>& weights, int block) {
+Buffer<> pack_weights(const Buffer<>& weights, int block) {
+  if (weights.dimensions() == 2 && block > 0) {
+    // A linear's [K, N] (Halide dims n, k) seen as (lane, k, panel), copied dense.
+    const int n = weights.dim(0).extent(), k = weights.dim(1).extent();
+    const halide_dimension_t view[3] = {{0, block, weights.dim(0).stride(), 0},
+                                        {0, k, weights.dim(1).stride(), 0},
+                                        {0, n / block, weights.dim(0).stride() * block, 0}};
+    Buffer<> seen(weights.type(), const_cast<void*>(static_cast<const void*>(weights.data())), 3,
+                  view);
+    Buffer<> packed(weights.type(), {block, k, n / block});
+    packed.copy_from(seen);
+    return packed;
+  }
   if (weights.dimensions() != 4) return weights;
   const int kw = weights.dim(0).extent(), kh = weights.dim(1).extent(),
             ci = weights.dim(2).extent(), co = weights.dim(3).extent();
@@ -60,7 +75,8 @@ Buffer<> pack_conv_weights(const Buffer<>& weights, int block) {
 }
 
 std::vector<Expr> packed_weight_index(const std::vector<Var>& a, int block, int64_t cin) {
-  if (block == 0) return {a[0], a[1], a[2], a[3]};
+  if (block == 0) return std::vector<Expr>(a.begin(), a.end());
+  if (a.size() == 2) return {a[0] % block, a[1], a[0] / block};
   const int c = conv_weight_chunk(cin);
   return {a[3] % block, a[2] % c, a[0], a[1], a[2] / c, a[3] / block};
 }
@@ -69,9 +85,9 @@ Func buffer_source(const std::string& name, Buffer<>& b, const graph::Shape& sha
                    int lanes) {
   Func f(name);
   const std::vector<Var> args = halide_args(make_vars(shape.size()));
-  if (pack && shape.size() == 4) {
-    const int block = conv_weight_block(shape, lanes);
-    b = pack_conv_weights(b, block);
+  if (pack && (shape.size() == 4 || weight_block(shape, lanes) > 0)) {
+    const int block = weight_block(shape, lanes);
+    b = pack_weights(b, block);
     f(args) = b(packed_weight_index(args, block, shape[1]));
   } else {
     f(args) = b(std::vector<Expr>(args.begin(), args.end()));

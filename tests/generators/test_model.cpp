@@ -16,11 +16,13 @@
 #include "bench/zoo_model.h"
 #include "fusion/graph/host_tensor.h"
 #include "fusion/graph/json_io.h"
+#include "fusion/graph/op_schema.h"
 #include "fusion/reference/compare.h"
 #include "fusion/reference/executor.h"
 #include "generators/dispatch.h"
 #include "runtime/kernel.h"
 #include "runtime/model.h"
+#include "runtime/weights_file.h"
 #include "tests/kernel_check.h"
 
 using namespace opfuse;
@@ -91,6 +93,49 @@ TEST_CASE("a library with a weights file takes the input alone and matches the r
   }
   CHECK(error_of([&] { Model::open(kLibs + "/embed/cbr_pool.so").load_weights("x"); })
             .find("carries its weights inside") != std::string::npos);
+}
+
+TEST_CASE("a weights file stores a linear layer's columns in panels; the library matches") {
+  // mlp: x [128, 256] -> linear [256, 1024] -> bias, gelu -> linear [1024, 256]. Both weights
+  // have columns in multiples of graph::kLinearPanel: the file holds them as
+  // [N / panel, K, panel], and the library reads them so.
+  bench::ModelTensors t{OPFUSE_MODELS_DIR, "mlp", 3};
+  const graph::TensorMap want = reference::run(t.graph, t.inputs, t.params);
+  const std::vector<char> file = read_all(kLibs + "/other/mlp.weights");
+  REQUIRE(file.size() > sizeof(weights::Header));
+  weights::Header h;
+  std::memcpy(&h, file.data(), sizeof h);
+  int panels = 0;
+  for (uint32_t i = 0; i < h.count; ++i) {
+    weights::Entry e;
+    REQUIRE(file.size() >= sizeof h + (i + 1) * sizeof e);
+    std::memcpy(&e, file.data() + sizeof h + i * sizeof e, sizeof e);
+    if (e.rank != 2) continue;
+    CAPTURE(e.name);
+    CHECK(e.layout == weights::kColumnPanels);
+    CHECK(e.block == graph::kLinearPanel);
+    const graph::HostTensor& w = t.params.at(e.name);
+    const int64_t k = e.dims[0], n = e.dims[1], p = e.block;
+    REQUIRE(e.offset + uint64_t(k * n) * sizeof(float) <= file.size());
+    const float* stored = reinterpret_cast<const float*>(file.data() + e.offset);
+    // Panel j, row r, lane l holds w[r, j * p + l].
+    for (int64_t j : {int64_t(0), n / p - 1}) {
+      for (int64_t r : {int64_t(0), int64_t(1), k - 1}) {
+        for (int64_t l : {int64_t(0), p - 1}) {
+          CHECK(stored[(j * k + r) * p + l] == w.data[size_t(r * n + j * p + l)]);
+        }
+      }
+    }
+    ++panels;
+  }
+  CHECK(panels == 2);
+  const Model m = Model::open(kLibs + "/other/mlp.so");
+  const auto out = m.run({{"x", runtime::Tensor::f32(t.in("x"), {128, 256})}});
+  const std::string name = t.graph.outputs()[0];
+  REQUIRE(out.count(name) == 1);
+  const runtime::OwnedTensor& y = out.at(name);
+  std::vector<float> got(y.as<float>(), y.as<float>() + y.elements());
+  CHECK(reference::compare(got, want.at(name).data, testing::kZooTolerance).ok());
 }
 
 TEST_CASE("a weights file on a GPU-style target: copied to the device once, right every call") {

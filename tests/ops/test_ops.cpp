@@ -20,10 +20,11 @@
 #include <set>
 #include <tuple>
 
+#include "Halide.h"
 #include "fusion/graph/builder.h"
 #include "fusion/graph/host_tensor.h"
 #include "fusion/graph/json_io.h"
-#include "Halide.h"
+#include "fusion/graph/op_schema.h"
 #include "fusion/ops/host_buffer.h"
 #include "fusion/ops/lower.h"
 #include "fusion/ops/realize.h"
@@ -457,9 +458,9 @@ TEST_CASE("conv weights packed for NHWC register blocks read back as the weights
     for (int lanes : {8, 16, 32}) {
       CAPTURE(cin);
       CAPTURE(lanes);
-      const int block = opfuse::ops::conv_weight_block(shape, lanes);
+      const int block = opfuse::ops::weight_block(shape, lanes);
       CHECK(block == (lanes == 32 ? 0 : lanes));
-      Halide::Buffer<> packed = opfuse::ops::pack_conv_weights(w, block);
+      Halide::Buffer<> packed = opfuse::ops::pack_weights(w, block);
       const std::vector<int> extents = opfuse::ops::packed_weight_extents(shape, block);
       REQUIRE(packed.dimensions() == int(extents.size()));
       CHECK(packed.dimensions() == (block > 0 ? 6 : 4));
@@ -492,6 +493,30 @@ TEST_CASE("conv weights packed for NHWC register blocks read back as the weights
       CHECK(wrong == 0);
     }
   }
+}
+
+TEST_CASE("linear weights packed in panels of columns read back as the weights") {
+  // [K, N] = [5, 128]: two panels of 64 columns, rank 3 (lane, k, panel); N = 96 is no
+  // multiple of the panel and stays row-major.
+  const Shape shape = {5, 128};
+  REQUIRE(opfuse::ops::weight_block(shape, 16) == opfuse::graph::kLinearPanel);
+  CHECK(opfuse::ops::weight_block({5, 96}, 16) == 0);
+  Halide::Buffer<float> w(opfuse::ops::halide_extents(shape));
+  w.for_each_element([&](int n, int k) { w(n, k) = float(k * 128 + n); });
+  const int p = int(opfuse::graph::kLinearPanel);
+  Halide::Buffer<float> packed(opfuse::ops::pack_weights(w, p));
+  CHECK(opfuse::ops::packed_weight_extents(shape, p) == std::vector<int>{p, 5, 2});
+  REQUIRE(packed.dimensions() == 3);
+  CHECK(packed(1, 0, 0) == w(1, 0));
+  CHECK(packed(0, 1, 0) == w(0, 1));
+  CHECK(packed(3, 4, 1) == w(p + 3, 4));
+  CHECK(&packed(0, 1, 0) - &packed(0, 0, 0) == p);  // a panel's row, then the next row
+  // The index the lowering reads through.
+  Halide::Var n("n"), k("k");
+  Halide::Func f("f");
+  f(n, k) = packed(opfuse::ops::packed_weight_index({n, k}, p, 0));
+  Halide::Buffer<float> back = f.realize({128, 5});
+  back.for_each_element([&](int x, int y) { CHECK(back(x, y) == w(x, y)); });
 }
 
 // A library's arguments are buffers named after their tensors (a generator's Inputs, which,
