@@ -372,10 +372,13 @@ class Applier {
         .unroll(p1)
         .unroll(t[3]);
     // The input transform of the tile, channels innermost: the GEMMs' broadcasts read it
-    // contiguously along ci.
+    // contiguously along ci. Stored with (k, m) outermost, so that one GEMM's rows (tiles) lie
+    // Cin floats apart, not 16 Cin (4-16 KB at 64-256 channels: every row of a block in the
+    // same L1 sets). ResNet-18 through the JIT, 2 Intel AVX-512 cores: 14.39 -> 13.26 ms.
     t = v.args();
     v.bound(t[1], 0, 4).bound(t[2], 0, 4).unroll(t[1]).unroll(t[2]);
     v.vectorize(t[0], vw, TailStrategy::GuardWithIf);
+    v.reorder_storage(t[0], t[3], t[4], t[5], t[1], t[2]);
     if (b.winograd_input_whole) {
       Var rows_of_tiles("wty");
       v.compute_root().fuse(t[4], t[5], rows_of_tiles).parallel(rows_of_tiles);
