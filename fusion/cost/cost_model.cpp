@@ -108,9 +108,10 @@ OpStats op_stats(const IndexedGraph& ig, size_t i) {
     // F(2x2, 3x3): per 2x2 output tile, 16 products per channel pair (the GEMMs), 32 additions
     // per input channel (B^T d B) and 24 per output channel (A^T m A).
     const auto& x = g.tensor(n.inputs[0]).shape;  // [N, H, W, Cin]
-    const auto& u = g.tensor(n.inputs[1]).shape;  // [4, 4, Cin, Cout]
+    const graph::WinogradWeights u = graph::conv2d_winograd_weights(g.tensor(n.inputs[1]).shape);
     const double tiles = double(x[0] * ((x[1] + 1) / 2) * ((x[2] + 1) / 2));
-    s.flops = tiles * (2.0 * 16 * double(u[2] * u[3]) + 32.0 * double(u[2]) + 24.0 * double(u[3]));
+    s.flops =
+        tiles * (2.0 * 16 * double(u.cin * u.cout) + 32.0 * double(u.cin) + 24.0 * double(u.cout));
   } else if (op == "matmul") {
     s.flops = 2.0 * out_elems * double(g.tensor(n.inputs[0]).shape.back());
   } else if (op == "linear") {

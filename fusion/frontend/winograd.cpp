@@ -41,6 +41,8 @@ bool eligible(const Graph& g, const Node& n) {
 std::vector<float> winograd_weights(const std::vector<float>& w, int64_t cout, int64_t cin) {
   // F(2x2, 3x3) (Lavin and Gray): U = G g G^T, G = [[1, 0, 0], [1/2, 1/2, 1/2], [1/2, -1/2, 1/2], [0, 0, 1]].
   static const double G[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
+  const graph::WinogradWeights l =
+      graph::conv2d_winograd_weights(graph::conv2d_winograd_weights_shape(cin, cout));
   std::vector<float> u(size_t(16 * cin * cout));
   for (int64_t co = 0; co < cout; ++co) {
     for (int64_t ci = 0; ci < cin; ++ci) {
@@ -54,7 +56,7 @@ std::vector<float> winograd_weights(const std::vector<float>& w, int64_t cout, i
       for (int m = 0; m < 4; ++m) {
         for (int k = 0; k < 4; ++k) {
           const double v = gg[m][0] * G[k][0] + gg[m][1] * G[k][1] + gg[m][2] * G[k][2];
-          u[size_t(((m * 4 + k) * cin + ci) * cout + co)] = float(v);
+          u[size_t(l.index(m, k, ci, co))] = float(v);
         }
       }
     }
@@ -95,7 +97,7 @@ std::vector<std::string> to_winograd(Graph& g) {
         u.name = n.inputs[1] + "_winograd" + std::to_string(i);
       }
       u.kind = graph::TensorKind::param;
-      u.shape = {4, 4, cin, cout};
+      u.shape = graph::conv2d_winograd_weights_shape(cin, cout);
       u.data = winograd_weights(graph::param_values(w).data, cout, cin);
       n.op = "conv2d_winograd";
       n.inputs[1] = u.name;

@@ -20,14 +20,15 @@ namespace opfuse::fusion {
 
 // Rewrites each NHWC conv2d that F(2x2, 3x3) serves (3x3, stride 1, dilation 1, pads 1, one
 // group, constant weights, even H and W of at least 8, at least 16 input and output channels)
-// into a conv2d_winograd reading the transformed weights [4, 4, Cin, Cout]; returns one log line
+// into a conv2d_winograd reading the transformed weights (graph::conv2d_winograd_weights_shape:
+// [4, 4, Cin, Cout], in panels of output channels where they divide); returns one log line
 // per rewrite, none when it left the graph alone. 7x7 maps (ResNet's last stage) are left direct:
 // their 4x4 tiles would compute 64 outputs for 49, and their weights (9.4 MB at 512 channels)
 // already bound them by memory, which 16/9 as much would make worse.
 std::vector<std::string> to_winograd(graph::Graph& g);
 
-// U = G g G^T for weights [Cout, Cin, 3, 3] (row-major): [4, 4, Cin, Cout], U[m][k][ci][co]
-// with m along H and k along W.
+// U = G g G^T for weights [Cout, Cin, 3, 3] (row-major), U[m][k][ci][co] with m along H and k
+// along W, laid out as graph::conv2d_winograd_weights_shape(cin, cout) says.
 std::vector<float> winograd_weights(const std::vector<float>& w, int64_t cout, int64_t cin);
 
 }  // namespace opfuse::fusion

@@ -15,11 +15,13 @@ const std::vector<OpSchema> kOps = {
     {"leaky_relu", FK::elementwise, 1, 1, "x > 0 ? x : alpha * x (alpha = 0.01)"},
     {"clamp", FK::elementwise, 1, 1, "min(max(x, min), max) (min = 0, max = 6)"},
     {"relu6", FK::elementwise, 1, 1, "min(max(x, 0), 6)"},
-    {"hard_sigmoid", FK::elementwise, 1, 1, "clamp(alpha * x + beta, 0, 1) (alpha = 0.2, beta = 0.5)"},
+    {"hard_sigmoid", FK::elementwise, 1, 1,
+     "clamp(alpha * x + beta, 0, 1) (alpha = 0.2, beta = 0.5)"},
     {"hard_swish", FK::elementwise, 1, 1, "x * clamp(x / 6 + 1/2, 0, 1)"},
     {"sigmoid", FK::elementwise, 1, 1, "1 / (1 + exp(-x))", OpTrait::transcendental},
     {"tanh", FK::elementwise, 1, 1, "tanh(x)", OpTrait::transcendental},
-    {"gelu", FK::elementwise, 1, 1, "x * Phi(x); approximate = \"tanh\" for the tanh form", OpTrait::transcendental},
+    {"gelu", FK::elementwise, 1, 1, "x * Phi(x); approximate = \"tanh\" for the tanh form",
+     OpTrait::transcendental},
     {"exp", FK::elementwise, 1, 1, "exp(x)", OpTrait::transcendental},
     {"sqrt", FK::elementwise, 1, 1, "sqrt(x)"},
     {"reciprocal", FK::elementwise, 1, 1, "1 / x"},
@@ -33,12 +35,15 @@ const std::vector<OpSchema> kOps = {
     {"div", FK::broadcast, 2, 2, "a / b, numpy broadcasting"},
     {"bias_add", FK::broadcast, 2, 2, "x + b along axis (default 1)"},
     {"where", FK::broadcast, 3, 3, "cond != 0 ? a : b (cond, a, b), numpy broadcasting"},
-    {"expand", FK::broadcast, 1, 1, "x broadcast to shape (numpy rules, both ways)", OpTrait::moves_layout},
+    {"expand", FK::broadcast, 1, 1, "x broadcast to shape (numpy rules, both ways)",
+     OpTrait::moves_layout},
     {"batch_norm", FK::broadcast, 5, 5,
      "inference batch norm (x, gamma, beta, mean, var) along axis (default: channel), epsilon",
      OpTrait::channel_layout},
-    {"layer_norm", FK::reduction, 3, 3, "normalise over x.shape[axis:] (x, gamma, beta), epsilon", OpTrait::row_statistic},
-    {"softmax", FK::reduction, 1, 1, "exp(x - max) / sum, along axis (default -1)", OpTrait::row_statistic},
+    {"layer_norm", FK::reduction, 3, 3, "normalise over x.shape[axis:] (x, gamma, beta), epsilon",
+     OpTrait::row_statistic},
+    {"softmax", FK::reduction, 1, 1, "exp(x - max) / sum, along axis (default -1)",
+     OpTrait::row_statistic},
     {"global_avg_pool", FK::reduction, 1, 1, "mean over H and W, keeps them as size 1",
      OpTrait::channel_layout},
     {"reduce_sum", FK::reduction, 1, 1, "sum over axes (default all), keepdims (default 1)",
@@ -52,25 +57,31 @@ const std::vector<OpSchema> kOps = {
      OpTrait::anchor | OpTrait::window | OpTrait::channel_layout},
     {"conv2d_winograd", FK::out_elementwise_fusable, 2, 3,
      "3x3 stride-1 NHWC convolution, pads 1, as Winograd F(2x2, 3x3): x [N, H, W, Cin], "
-     "u [4, 4, Cin, Cout] = G w G^T[, b [Cout]] (made from conv2d by fusion::to_winograd)",
+     "u = G w G^T [4, 4, Cin, Cout] or in panels (conv2d_winograd_weights)[, b [Cout]] (made "
+     "from conv2d by fusion::to_winograd)",
      OpTrait::anchor},
     {"matmul", FK::out_elementwise_fusable, 2, 2, "a [..., M, K] x b [..., K, N]", OpTrait::anchor},
-    {"linear", FK::out_elementwise_fusable, 2, 3, "x [..., K] x w [K, N] (+ b [N])", OpTrait::anchor},
+    {"linear", FK::out_elementwise_fusable, 2, 3, "x [..., K] x w [K, N] (+ b [N])",
+     OpTrait::anchor},
     {"max_pool", FK::out_elementwise_fusable, 1, 1, "max over a window; kernel, strides, pads",
      OpTrait::window | OpTrait::channel_layout},
     {"avg_pool", FK::out_elementwise_fusable, 1, 1,
      "mean over a window; kernel, strides, pads, count_include_pad",
      OpTrait::window | OpTrait::channel_layout},
     {"transpose", FK::injective, 1, 1, "permute axes (perm)", OpTrait::moves_layout},
-    {"reshape", FK::injective, 1, 1, "new shape (one -1 inferred, 0 copies)", OpTrait::moves_layout},
+    {"reshape", FK::injective, 1, 1, "new shape (one -1 inferred, 0 copies)",
+     OpTrait::moves_layout},
     {"concat", FK::injective, 1, -1, "join along axis"},
     {"slice", FK::injective, 1, 1,
-     "x[starts:ends:steps] along axes (ONNX Slice with constant bounds; default all, step 1)", OpTrait::moves_layout},
+     "x[starts:ends:steps] along axes (ONNX Slice with constant bounds; default all, step 1)",
+     OpTrait::moves_layout},
     {"gather", FK::injective, 1, 2,
      "x[..., indices, ...] along axis: constant indices (scalar = 1 drops the axis), or an "
      "integer tensor of them (ONNX Gather: the axis becomes the indices' shape; an embedding "
-     "lookup)", OpTrait::moves_layout},
-    {"cast", FK::elementwise, 1, 1, "an integer tensor's values as f32 (ONNX Cast to FLOAT); to = \"bool\": x != 0 as 0/1"},
+     "lookup)",
+     OpTrait::moves_layout},
+    {"cast", FK::elementwise, 1, 1,
+     "an integer tensor's values as f32 (ONNX Cast to FLOAT); to = \"bool\": x != 0 as 0/1"},
 };
 
 std::string ints_to_string(const std::vector<int64_t>& v) { return shape_to_string(v); }
@@ -253,7 +264,25 @@ Layout op_layout(const Node& n, const Tensor& x) {
 }
 
 int64_t linear_weight_panel(const Shape& w) {
-  return w.size() == 2 && w[1] % kLinearPanel == 0 ? kLinearPanel : 0;
+  return w.size() == 2 && w[1] % kWeightPanel == 0 ? kWeightPanel : 0;
+}
+
+WinogradWeights conv2d_winograd_weights(const Shape& u) {
+  WinogradWeights l;
+  if (u.size() == 4) {
+    l.cin = u[2];
+    l.cout = u[3];
+  } else if (u.size() == 5) {
+    l.cin = u[3];
+    l.cout = u[2] * u[4];
+    l.panel = u[4];
+  }
+  return l;
+}
+
+Shape conv2d_winograd_weights_shape(int64_t cin, int64_t cout) {
+  if (cout % kWeightPanel == 0) return {4, 4, cout / kWeightPanel, cin, kWeightPanel};
+  return {4, 4, cin, cout};
 }
 
 Window2d conv2d_window(const Node& n, const Tensor& x, const Tensor& w) {
@@ -586,14 +615,17 @@ std::vector<Shape> infer_shapes(const Node& n, const std::vector<const Tensor*>&
   if (op == "conv2d_winograd") {
     require_rank(n, x, 4, "input");
     const Tensor& u = *in[1];
-    require_rank(n, u, 4, "transformed weight");
-    if (u.shape[0] != 4 || u.shape[1] != 4 || u.shape[2] != x.shape[3]) {
-      fail(n, "transformed weight '" + u.name + "' " + shape_to_string(u.shape) + " must be [4, 4, " +
-                  std::to_string(x.shape[3]) + ", Cout] for input '" + x.name + "' " +
+    const WinogradWeights l = conv2d_winograd_weights(u.shape);
+    if (l.cin != x.shape[3] || u.shape[0] != 4 || u.shape[1] != 4 ||
+        (l.panel != 0 && l.panel != kWeightPanel)) {
+      fail(n, "transformed weight '" + u.name + "' " + shape_to_string(u.shape) +
+                  " must be [4, 4, " + std::to_string(x.shape[3]) + ", Cout] or [4, 4, Cout / " +
+                  std::to_string(kWeightPanel) + ", " + std::to_string(x.shape[3]) + ", " +
+                  std::to_string(kWeightPanel) + "] for input '" + x.name + "' " +
                   shape_to_string(x.shape) + " (NHWC)");
     }
-    if (count == 3) require_vector(n, *in[2], u.shape[3], "bias");
-    return {Shape{x.shape[0], x.shape[1], x.shape[2], u.shape[3]}};
+    if (count == 3) require_vector(n, *in[2], l.cout, "bias");
+    return {Shape{x.shape[0], x.shape[1], x.shape[2], l.cout}};
   }
   if (op == "max_pool" || op == "avg_pool") {
     require_rank(n, x, 4, "input");

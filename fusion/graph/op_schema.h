@@ -93,14 +93,32 @@ Window2d conv2d_window(const Node& n, const Tensor& x, const Tensor& w);
 Window2d pool_window(const Node& n, const Tensor& x);
 // The layout an op on `x` works in: attr "layout", else x's layout, else NCHW.
 Layout op_layout(const Node& n, const Tensor& x);
-// A linear layer's weights [K, N] as its register blocks read them, where N is a multiple of
-// kLinearPanel: in panels of kLinearPanel columns, [N / panel, K, panel] (ops::pack_weights).
-// A block of up to a panel's columns then reads its row of B at each k from one contiguous
-// run and the K loop streams, where row-major [K, N] (N = 768-3072) steps a 3-12 KB stride per
-// k. 64 columns: one AVX-512 block (2 x 32 lanes), four AVX2 blocks (2 x 8).
-constexpr int64_t kLinearPanel = 64;
+// GEMM weights as register blocks read them, where their N (output columns) is a multiple of
+// kWeightPanel: in panels of kWeightPanel columns, [N / panel, K, panel]. A block of up to a
+// panel's columns then reads its row of B at each k from one contiguous run and the K loop
+// streams, where row-major [K, N] steps an N-float stride per k (3-12 KB for N = 768-3072: a
+// new page each k, every row in the same L1 sets). 64 columns: one AVX-512 block (2 x 32
+// lanes), four AVX2 blocks (2 x 8). A linear's [K, N] is stored so by ops::pack_weights; a
+// Winograd conv's transformed weights are made so (conv2d_winograd_weights).
+constexpr int64_t kWeightPanel = 64;
 // The panel of a linear's weights of shape `w`; 0 where they stay row-major.
 int64_t linear_weight_panel(const Shape& w);
+// A conv2d_winograd's transformed weights u: [4, 4, Cin, Cout], or where Cout is a multiple of
+// kWeightPanel, [4, 4, Cout / panel, Cin, panel] (each of the 16 GEMMs' [Cin, Cout] in panels).
+struct WinogradWeights {
+  int64_t cin = 0, cout = 0;
+  int64_t panel = 0;  // 0: [4, 4, Cin, Cout]
+  // The flat index of U[m][k][ci][co] in the weights' data.
+  int64_t index(int64_t m, int64_t k, int64_t ci, int64_t co) const {
+    const int64_t e = m * 4 + k;
+    return panel == 0 ? (e * cin + ci) * cout + co
+                      : ((e * (cout / panel) + co / panel) * cin + ci) * panel + co % panel;
+  }
+};
+// The layout of u of shape `u` (rank 4 or 5 as above; anything else is cin = cout = 0).
+WinogradWeights conv2d_winograd_weights(const Shape& u);
+// The shape to store U for cin -> cout channels in.
+Shape conv2d_winograd_weights_shape(int64_t cin, int64_t cout);
 
 struct UnaryParams {  // leaky_relu alpha, clamp bounds, gelu variant, pow exponent
   double alpha = 0.01;  // hard_sigmoid: 0.2 (ONNX's default), with beta

@@ -392,8 +392,9 @@ class Lowerer {
   }
 
   // F(2x2, 3x3) over NHWC (fusion/frontend/winograd.h). Halide order: x (c, w, h, n), u (co,
-  // ci, k, m) with k along W and m along H; tile (tx, ty) covers outputs (2 tx + 0..1, 2 ty +
-  // 0..1) and reads the 4x4 input at (2 tx - 1, 2 ty - 1). The Funcs, in the emitter's order:
+  // ci, k, m) or in panels (lane, ci, panel, k, m), with k along W and m along H; tile (tx, ty)
+  // covers outputs (2 tx + 0..1, 2 ty + 0..1) and reads the 4x4 input at (2 tx - 1, 2 ty - 1). The
+  // Funcs, in the emitter's order:
   //   winograd_input_rows  d B      (c, k, j, tx, ty, n): each input row's 4 columns
   //   winograd_input       B^T d B  (c, k, m, tx, ty, n)
   //   acc                  16 GEMMs (co, k, m, tx, ty, n) += u(co, ci, k, m) V(ci, k, m, ..)
@@ -427,7 +428,12 @@ class Lowerer {
     RDom r(0, cin, unique(n.name + "_r"));
     Func acc = helper(n, "acc");
     acc(co, k, m, tx, ty, bn) = 0.0f;
-    acc(co, k, m, tx, ty, bn) += in(n, 1)(co, r, k, m) * v(r, k, m, tx, ty, bn);
+    // u in panels of output channels (graph::conv2d_winograd_weights): Halide dims (lane, ci,
+    // panel, k, m). A block's channels lie within a panel (its width divides kWeightPanel).
+    const int64_t panel = graph::conv2d_winograd_weights(shape(n, 1)).panel;
+    Expr w =
+        panel > 0 ? in(n, 1)(co % int(panel), r, co / int(panel), k, m) : in(n, 1)(co, r, k, m);
+    acc(co, k, m, tx, ty, bn) += w * v(r, k, m, tx, ty, bn);
     Func gemm = helper(n, "winograd_gemm");
     gemm(co, k, m, tx, ty, bn) = acc(co, k, m, tx, ty, bn);
     Func ma = helper(n, "winograd_output_rows");

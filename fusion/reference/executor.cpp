@@ -97,7 +97,8 @@ HostTensor conv2d_winograd(const std::vector<const HostTensor*>& in, const Shape
   static const double BT[4][4] = {{1, 0, -1, 0}, {0, 1, 1, 0}, {0, -1, 1, 0}, {0, 1, 0, -1}};
   static const double AT[2][4] = {{1, 1, 1, 0}, {0, 1, -1, -1}};
   const HostTensor &x = *in[0], &u = *in[1];
-  const int64_t N = x.shape[0], H = x.shape[1], W = x.shape[2], C = x.shape[3], K = u.shape[3];
+  const graph::WinogradWeights l = graph::conv2d_winograd_weights(u.shape);
+  const int64_t N = x.shape[0], H = x.shape[1], W = x.shape[2], C = x.shape[3], K = l.cout;
   HostTensor y(out_shape);
   std::vector<double> v(size_t(16 * C)), m(size_t(16 * K));
   for (int64_t b = 0; b < N; ++b) {
@@ -127,8 +128,9 @@ HostTensor conv2d_winograd(const std::vector<const HostTensor*>& in, const Shape
         for (int e = 0; e < 16; ++e) {
           for (int64_t c = 0; c < C; ++c) {
             const double ve = v[size_t(e * C + c)];
-            const float* ue = &u.data[size_t((e * C + c) * K)];
-            for (int64_t k = 0; k < K; ++k) m[size_t(e * K + k)] += ve * double(ue[k]);
+            for (int64_t k = 0; k < K; ++k) {
+              m[size_t(e * K + k)] += ve * double(u.data[size_t(l.index(e / 4, e % 4, c, k))]);
+            }
           }
         }
         for (int a = 0; a < 2; ++a) {

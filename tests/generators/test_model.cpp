@@ -97,7 +97,7 @@ TEST_CASE("a library with a weights file takes the input alone and matches the r
 
 TEST_CASE("a weights file stores a linear layer's columns in panels; the library matches") {
   // mlp: x [128, 256] -> linear [256, 1024] -> bias, gelu -> linear [1024, 256]. Both weights
-  // have columns in multiples of graph::kLinearPanel: the file holds them as
+  // have columns in multiples of graph::kWeightPanel: the file holds them as
   // [N / panel, K, panel], and the library reads them so.
   bench::ModelTensors t{OPFUSE_MODELS_DIR, "mlp", 3};
   const graph::TensorMap want = reference::run(t.graph, t.inputs, t.params);
@@ -113,7 +113,7 @@ TEST_CASE("a weights file stores a linear layer's columns in panels; the library
     if (e.rank != 2) continue;
     CAPTURE(e.name);
     CHECK(e.layout == weights::kColumnPanels);
-    CHECK(e.block == graph::kLinearPanel);
+    CHECK(e.block == graph::kWeightPanel);
     const graph::HostTensor& w = t.params.at(e.name);
     const int64_t k = e.dims[0], n = e.dims[1], p = e.block;
     REQUIRE(e.offset + uint64_t(k * n) * sizeof(float) <= file.size());

@@ -499,11 +499,11 @@ TEST_CASE("linear weights packed in panels of columns read back as the weights")
   // [K, N] = [5, 128]: two panels of 64 columns, rank 3 (lane, k, panel); N = 96 is no
   // multiple of the panel and stays row-major.
   const Shape shape = {5, 128};
-  REQUIRE(opfuse::ops::weight_block(shape, 16) == opfuse::graph::kLinearPanel);
+  REQUIRE(opfuse::ops::weight_block(shape, 16) == opfuse::graph::kWeightPanel);
   CHECK(opfuse::ops::weight_block({5, 96}, 16) == 0);
   Halide::Buffer<float> w(opfuse::ops::halide_extents(shape));
   w.for_each_element([&](int n, int k) { w(n, k) = float(k * 128 + n); });
-  const int p = int(opfuse::graph::kLinearPanel);
+  const int p = int(opfuse::graph::kWeightPanel);
   Halide::Buffer<float> packed(opfuse::ops::pack_weights(w, p));
   CHECK(opfuse::ops::packed_weight_extents(shape, p) == std::vector<int>{p, 5, 2});
   REQUIRE(packed.dimensions() == 3);
