@@ -187,4 +187,8 @@ TEST_CASE("winograd: a malformed transformed weight is named in the error") {
   g.add_node(n);
   g.mark_output("y");
   CHECK_THROWS_WITH(g.validate(), doctest::Contains("'u' [4,4,8,32] must be [4, 4, 16, Cout]"));
+  // In panels, only of kWeightPanel channels.
+  g.tensor("u").shape = {4, 4, 4, 16, 32};
+  CHECK_THROWS_WITH(g.validate(),
+                    doctest::Contains("must be [4, 4, 16, Cout] or [4, 4, Cout / 64, 16, 64]"));
 }
