@@ -25,9 +25,11 @@ using graph::IndexedGraph;
 // (rows). Its accumulators take at most half the vector register file, the other half holds
 // the loaded and broadcast inputs: 16 of AVX-512's 32 zmm, 8 of AVX2's 16 ymm. At least 8
 // accumulators cover a 4-cycle FMA latency on 2 FMA pipes. With 16 ymm, 16 accumulators (the
-// AVX-512 block) spill in the reduction loop.
+// AVX-512 block) spill in the reduction loop. With 32 registers, convolutions whose weights
+// stream from L2 take twice the vectors (GroupScheduler::wide_conv_block).
 constexpr int kBlockVectors = 2;
 constexpr int kMinBlockRows = 4;  // rows of a block where the extent allows no more
+constexpr int kMinReductionChunk = 32;  // input channels a pass (reduction_chunk)
 // Threads of a GPU root's block (at most the device's), and of a row-statistics kernel.
 constexpr int kGpuThreads = 256;
 constexpr int kGpuRowThreads = 64;
@@ -572,13 +574,22 @@ class GroupScheduler {
     if (n.op == "conv2d_winograd") {
       // A GEMM row per 2x2 output tile along W (ue / 2 of them), as an NHWC conv's rows per
       // pixel: 2 vectors of output channels x the accumulator budget's rows, rows that divide
-      // the tiles where some in [4, wanted] do. AVX-512 (2 Zen 5 cores), ResNet-18 through the
-      // JIT with 7 rows x 4 vectors on its 56x56 or its 28x28 and 14x14 Winograd convs: 6.83 ->
-      // 7.34 / 7.26 ms (5 alternations).
+      // the tiles where some in [4, wanted] do. With 32 vector registers and Cout in whole
+      // panels of the transformed weights (graph::WinogradWeights, 64 channels), 4 vectors
+      // (the panel's row, one contiguous 256-byte run per input channel) x 7 rows, as
+      // wide_conv_block: ResNet-18 AOT, 2 threads, AVX-512 (Xeon, Sapphire Rapids class),
+      // 3 runs alternated, 12.06 -> 11.03 ms. (Before the panel layout, on 2 Zen 5 cores,
+      // 7 x 4 measured slower: 6.83 -> 7.34 ms through the JIT.)
       b.winograd = true;
       b.vectors = two_vectors ? kBlockVectors : 1;
       const int64_t tiles = (ue + 1) / 2;
-      const int rows_wanted = std::max(1, accumulator_registers() / b.vectors);
+      int rows_wanted = std::max(1, accumulator_registers() / b.vectors);
+      if (t_.vector_registers >= 32 && b.lanes == t_.lanes &&
+          ve % int64_t(graph::kWeightPanel) == 0 &&
+          graph::kWeightPanel == 2 * kBlockVectors * b.lanes) {
+        b.vectors = 2 * kBlockVectors;
+        rows_wanted = (t_.vector_registers - b.vectors) / b.vectors;
+      }
       b.rows = int(std::min<int64_t>(rows_wanted, tiles));
       for (int r = b.rows; r >= std::min(rows_wanted, kMinBlockRows); --r) {
         if (tiles % r == 0) {
@@ -612,6 +623,10 @@ class GroupScheduler {
       const int regs_per_vector = std::max(1, b.lanes / t_.lanes);
       const int budget = std::max(1, accumulator_registers() / regs_per_vector);  // in vectors
       int rows_wanted = std::max(1, budget / b.vectors);
+      if (n.op == "conv2d" && wide_conv_block(n, b, ve)) {
+        b.vectors = 2 * kBlockVectors;
+        rows_wanted = (t_.vector_registers - b.vectors) / b.vectors;
+      }
       if (n.op != "conv2d") {
         // A matmul's or linear layer's block holds its row of B (the block's vectors), one
         // broadcast of A and the accumulators: as many rows as the rest of the register file
@@ -647,6 +662,29 @@ class GroupScheduler {
       if (req->second.vectors > 0) b.vectors = req->second.vectors;
     }
     return b;
+  }
+
+  // An NHWC conv's block of 4 vectors of output channels x 7 rows (28 accumulators), not 2 x
+  // 8: on a target with 32 vector registers (AVX-512, whose FMA takes its broadcast input
+  // from memory, so the block needs registers for its accumulators and its 4 weight vectors
+  // only), where Cout is a multiple of 4 vectors and the block's weight slice at 2 vectors
+  // (KH KW Cin x 32 floats) already outgrows L1: each step of the reduction then loads 4
+  // weight vectors and 7 inputs for 28 FMAs instead of 2 and 8 for 16, and its weights come
+  // from L2 either way. AOT, 2 threads, AVX-512 (Xeon, Sapphire Rapids class), conv + relu,
+  // 3 runs alternated, ms: 3x3 56x56x64 0.940 -> 0.816; 28x28x128 0.954 -> 0.858; 14x14x256
+  // 0.952 -> 0.899 (chunked, 32 channels); 7x7x512 0.946 -> 0.861; stride 2, 28x28x128 ->
+  // 14x14x256 0.498 -> 0.438; 1x1 28x28, 512 -> 128 0.364 -> 0.344. Where the slice fits L1
+  // at 2 vectors it does not at 4: 1x1 14x14, 256 -> 1024, 0.331 -> 0.356; the 7x7 stem
+  // (Cin 3) 0.893 -> 0.881, the same.
+  bool wide_conv_block(const graph::Node& n, const RegisterBlock& b, int64_t cout) const {
+    const int wide = 2 * kBlockVectors;
+    if (t_.vector_registers < 32 || b.lanes != t_.lanes || cout % (int64_t(wide) * b.lanes) != 0) {
+      return false;
+    }
+    const graph::Shape& w = ig_.graph().tensor(n.inputs[1]).shape;
+    if (w.size() != 4) return false;
+    const int64_t slice = w[1] * w[2] * w[3] * kBlockVectors * b.lanes * int64_t(sizeof(float));
+    return slice > t_.l1_bytes;
   }
 
   void check_block_requests() const {
@@ -838,6 +876,11 @@ class GroupScheduler {
     const int64_t columns = int64_t(b.lanes) * b.vectors;
     int64_t c = 1;
     while (2 * c < cin && kh * kw * 2 * c * columns * f <= t_.l1_bytes) c *= 2;
+    // No fewer than 32 channels a pass: 4-vector blocks (wide_conv_block), whose slice at 16
+    // channels fits L1, measured chunks of 16 slower than 32 (whose slice spills to L2): 3x3
+    // 7x7x512 0.90 -> 1.00 ms, 14x14x256 0.93 -> 1.04 (AOT, 2 threads, AVX-512 Xeon); the
+    // inner loop's trip count is the chunk, and its loop overhead is paid each 9 c steps.
+    if (c < kMinReductionChunk) c = std::max(c, std::min<int64_t>(kMinReductionChunk, cin / 2));
     return int(c);
   }
 

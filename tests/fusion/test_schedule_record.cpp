@@ -146,14 +146,18 @@ TEST_CASE("records: register blocks fit the registers of each ISA") {
         for (const auto& n : g.nodes) {
           if (!n.block) continue;
           CAPTURE(n.node);
-          // A conv's accumulators take at most half the registers; a matmul's or linear
-          // layer's at most 3/4, with its row of B (the block's vectors) and a broadcast of A
-          // beside them.
+          // A conv's accumulators take at most half the registers, or with 32 of them a wide
+          // block's 4 vectors x 7 rows, its weight vectors beside them (AVX-512's FMA reads
+          // its broadcast input from memory); a matmul's or linear layer's at most 3/4, with
+          // its row of B (the block's vectors) and a broadcast of A beside them.
           const int acc = n.block->accumulators(t.lanes);
           const bool conv = std::any_of(p.g.nodes().begin(), p.g.nodes().end(), [&](const auto& x) {
-            return x.name == n.node && x.op == "conv2d";
+            return x.name == n.node && x.op.rfind("conv2d", 0) == 0;
           });
-          if (conv) {
+          if (conv && n.block->vectors == 4) {
+            CHECK(t.vector_registers == 32);
+            CHECK(acc + n.block->vectors <= t.vector_registers);
+          } else if (conv) {
             CHECK(acc <= t.vector_registers / 2);
           } else {
             const int b_regs = acc / n.block->rows;
@@ -463,6 +467,39 @@ TEST_CASE("records: a conv with more weights than input is tiled by output chann
   CHECK(record_of(s, "relu_0").rule.channel_chunks == 0);
   CHECK(record_of(s, "relu_0").tiling.kind == Tiling::Kind::rows);
   CHECK(record_of(s, "conv2d_0").block->channel_blocks_outside);
+}
+
+TEST_CASE(
+    "records: an NHWC conv whose weight slice outgrows L1 has 4-vector blocks on 32 registers") {
+  // 3x3, 128 channels: a 2-vector block's slice is 9 x 128 x 32 floats (147 KB), past L1.
+  const Planned p = conv_relu(28, 128);
+  const PipelineSchedule s512 = schedule_plan(p.g, p.plan, avx512());
+  const NodeSchedule& wide = record_of(s512, "conv2d_0");
+  REQUIRE(wide.block.has_value());
+  CHECK(wide.block->vectors == 4);
+  CHECK(wide.block->rows == 7);
+  CHECK(wide.block->accumulators(16) == 28);
+  // AVX2's 16 ymm keep their 2-vector block.
+  const PipelineSchedule s2 = schedule_plan(p.g, p.plan, avx2());
+  const NodeSchedule& narrow = record_of(s2, "conv2d_0");
+  REQUIRE(narrow.block.has_value());
+  CHECK(narrow.block->vectors == 2);
+  // 7x7x512, chunked: 32 input channels a pass, not the 16 whose slice at 4 vectors fits L1.
+  const Planned last = conv_relu(7, 512);
+  const PipelineSchedule slast = schedule_plan(last.g, last.plan, avx512());
+  const NodeSchedule& chunked = record_of(slast, "conv2d_0");
+  REQUIRE(chunked.block.has_value());
+  CHECK(chunked.block->vectors == 4);
+  CHECK(chunked.block->reduction_chunk == 32);
+  // A 1x1 conv of 128 input channels: its 2-vector slice (16 KB) fits L1, and stays.
+  GraphBuilder b("pointwise");
+  auto x = b.input("x", {1, 14, 14, 128}, Layout::NHWC);
+  b.output(b.relu(b.conv2d(x, b.param("w", {512, 128, 1, 1}))));
+  const Planned pw = as_one_group(b.build());
+  const PipelineSchedule spw = schedule_plan(pw.g, pw.plan, avx512());
+  const NodeSchedule& one = record_of(spw, "conv2d_0");
+  REQUIRE(one.block.has_value());
+  CHECK(one.block->vectors == 2);
 }
 
 TEST_CASE(
