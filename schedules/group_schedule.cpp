@@ -577,7 +577,7 @@ class GroupScheduler {
       // the tiles where some in [4, wanted] do. With 32 vector registers and Cout in whole
       // panels of the transformed weights (graph::WinogradWeights, 64 channels), 4 vectors
       // (the panel's row, one contiguous 256-byte run per input channel) x 7 rows, as
-      // wide_conv_block: ResNet-18 AOT, 2 threads, AVX-512 (Xeon, Sapphire Rapids class),
+      // wide_conv_block: ResNet-18 AOT, 2 threads, AVX-512 (2 Xeon cores with AMX),
       // 3 runs alternated, 12.06 -> 11.03 ms. (Before the panel layout, on 2 Zen 5 cores,
       // 7 x 4 measured slower: 6.83 -> 7.34 ms through the JIT.)
       b.winograd = true;
@@ -670,7 +670,7 @@ class GroupScheduler {
   // only), where Cout is a multiple of 4 vectors and the block's weight slice at 2 vectors
   // (KH KW Cin x 32 floats) already outgrows L1: each step of the reduction then loads 4
   // weight vectors and 7 inputs for 28 FMAs instead of 2 and 8 for 16, and its weights come
-  // from L2 either way. AOT, 2 threads, AVX-512 (Xeon, Sapphire Rapids class), conv + relu,
+  // from L2 either way. AOT, 2 threads, AVX-512 (2 Xeon cores with AMX), conv + relu,
   // 3 runs alternated, ms: 3x3 56x56x64 0.940 -> 0.816; 28x28x128 0.954 -> 0.858; 14x14x256
   // 0.952 -> 0.899 (chunked, 32 channels); 7x7x512 0.946 -> 0.861; stride 2, 28x28x128 ->
   // 14x14x256 0.498 -> 0.438; 1x1 28x28, 512 -> 128 0.364 -> 0.344. Where the slice fits L1
@@ -878,8 +878,8 @@ class GroupScheduler {
     while (2 * c < cin && kh * kw * 2 * c * columns * f <= t_.l1_bytes) c *= 2;
     // No fewer than 32 channels a pass: 4-vector blocks (wide_conv_block), whose slice at 16
     // channels fits L1, measured chunks of 16 slower than 32 (whose slice spills to L2): 3x3
-    // 7x7x512 0.90 -> 1.00 ms, 14x14x256 0.93 -> 1.04 (AOT, 2 threads, AVX-512 Xeon); the
-    // inner loop's trip count is the chunk, and its loop overhead is paid each 9 c steps.
+    // 7x7x512 0.90 -> 1.00 ms, 14x14x256 0.93 -> 1.04 (AOT, 2 threads, 2 AVX-512 Xeon
+    // cores); the inner loop's trip count is the chunk, its overhead paid each 9 c steps.
     if (c < kMinReductionChunk) c = std::max(c, std::min<int64_t>(kMinReductionChunk, cin / 2));
     return int(c);
   }
