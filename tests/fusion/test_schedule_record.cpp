@@ -491,6 +491,17 @@ TEST_CASE(
   REQUIRE(chunked.block.has_value());
   CHECK(chunked.block->vectors == 4);
   CHECK(chunked.block->reduction_chunk == 32);
+  // A 1x1 conv of 1024 input channels: wide, and unchunked, since its input (7 pixels x 1024
+  // channels, 28 KB) fits L1 by itself.
+  GraphBuilder deep("deep_pointwise");
+  auto xd = deep.input("x", {1, 14, 14, 1024}, Layout::NHWC);
+  deep.output(deep.relu(deep.conv2d(xd, deep.param("w", {256, 1024, 1, 1}))));
+  const Planned pd = as_one_group(deep.build());
+  const PipelineSchedule sd = schedule_plan(pd.g, pd.plan, avx512());
+  const NodeSchedule& unchunked = record_of(sd, "conv2d_0");
+  REQUIRE(unchunked.block.has_value());
+  CHECK(unchunked.block->vectors == 4);
+  CHECK(unchunked.block->reduction_chunk == 0);
   // A 1x1 conv of 128 input channels: its 2-vector slice (16 KB) fits L1, and stays.
   GraphBuilder b("pointwise");
   auto x = b.input("x", {1, 14, 14, 128}, Layout::NHWC);
