@@ -42,12 +42,12 @@ graph::Graph resnet_like() {
   // 16 -> 16: transformed weights (4 K floats) under the input (15 K): tiles of rows.
   auto c1 = b.relu(b.conv2d(x, w("w1", {16, 16, 3, 3}), same, b.param("b1", {16})));
   auto c2 = b.relu(b.add(b.conv2d(c1, w("w2", {16, 16, 3, 3}), same), c1));
-  // 16 -> 128: 32 K floats of weights over 15 K of input: weight-bound, in chunks of output
-  // channels (2 per core, of 2 register blocks' vectors: 128 channels on AVX-512).
-  auto c3 = b.relu(b.conv2d(c2, w("w3", {128, 16, 3, 3}), same));
+  // 16 -> 256: 64 K floats of weights over 15 K of input: weight-bound, in chunks of output
+  // channels (2 per core, of a register block's 4 vectors: 256 channels on AVX-512).
+  auto c3 = b.relu(b.conv2d(c2, w("w3", {256, 16, 3, 3}), same));
   graph::Conv2dOptions strided = same;
   strided.strides = {2, 2};
-  auto s = b.conv2d(c3, w("w4", {32, 128, 3, 3}), strided);                 // stride 2: direct
+  auto s = b.conv2d(c3, w("w4", {32, 256, 3, 3}), strided);                 // stride 2: direct
   auto v = b.conv2d(s, w("w5", {32, 32, 3, 3}));                            // no padding: direct
   auto odd = b.conv2d(b.max_pool(v, 2, 2), w("w6", {32, 32, 3, 3}), same);  // 5x4: direct
   b.output(b.conv2d(odd, w("w7", {8, 32, 1, 1})));
@@ -77,9 +77,9 @@ TEST_CASE("winograd: the 3x3 stride-1 'same' convs as F(2x2, 3x3), with the dire
   CHECK_FALSE(after.has_tensor("w1"));
   CHECK(after.has_tensor("w4"));
   REQUIRE(after.has_tensor("w3_winograd"));
-  // 128 output channels: the 16 GEMMs' weights in panels of 64 channels; 16 stay [4, 4, Cin,
+  // 256 output channels: the 16 GEMMs' weights in panels of 64 channels; 16 stay [4, 4, Cin,
   // Cout]. The values above check both layouts.
-  CHECK(after.tensor("w3_winograd").shape == graph::Shape{4, 4, 2, 16, 64});
+  CHECK(after.tensor("w3_winograd").shape == graph::Shape{4, 4, 4, 16, 64});
   CHECK(after.tensor("w2_winograd").shape == graph::Shape{4, 4, 16, 16});
   CHECK(after.outputs() == before.outputs());
 

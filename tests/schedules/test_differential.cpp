@@ -324,10 +324,11 @@ TEST_CASE("a classifier's GEMV in chunks of columns that are no multiple of its 
 }
 
 TEST_CASE("an NHWC conv's input channels and a linear's K in chunks; blocks of rows that divide W") {
-  // The stage's own choice on an AVX-512 profile (48 KB of L1 a core): ResNet's 7x7x512 3x3
-  // conv, whose pixel block reads 55 KB of input, passes over its tile in chunks of 32 input
-  // channels (9 x 32 x 32 floats of weights, 37 KB); at 28x28x128 the block reads 14 KB and
-  // is not chunked. Blocks of 7 rows where W is 7, 14 or 28, of 8 where it is 56.
+  // The stage's own choice on an AVX-512 profile (48 KB of L1 a core), whose 3x3 convs of 64
+  // channels or more take wide blocks (4 vectors x 7 rows): ResNet's 7x7x512 3x3 conv, whose
+  // pixel block reads 55 KB of input, passes over its tile in chunks of 32 input channels; at
+  // 14x14x256 (28 KB) and 28x28x128 (14 KB) the input fits L1 and is not chunked. Blocks of
+  // 7 rows where W is 7, 14, 28 or 56.
   const schedules::TargetFacts avx512 = schedules::facts_of(fusion::builtin_profile("epyc-avx512-2c"));
   REQUIRE(avx512.l1_bytes == 48 * 1024);
   graph::Conv2dOptions same;
@@ -352,11 +353,13 @@ TEST_CASE("an NHWC conv's input channels and a linear's K in chunks; blocks of r
   };
   CHECK(conv_block(7, 512).reduction_chunk == 32);
   CHECK(conv_block(7, 512).rows == 7);
-  CHECK(conv_block(14, 256).reduction_chunk == 32);
+  CHECK(conv_block(7, 512).vectors == 4);
+  CHECK(conv_block(14, 256).reduction_chunk == 0);
   CHECK(conv_block(14, 256).rows == 7);
   CHECK(conv_block(28, 128).reduction_chunk == 0);
   CHECK(conv_block(28, 128).rows == 7);
-  CHECK(conv_block(56, 64).rows == 8);
+  CHECK(conv_block(56, 64).rows == 7);
+  CHECK(conv_block(56, 64).vectors == 4);
 
   // Requested chunks on this host, against the reference: one that divides Cin (96 in 3
   // passes), one that does not (40: the last pass of 16 guarded), with a strided conv whose
