@@ -28,6 +28,7 @@ using graph::IndexedGraph;
 // AVX-512 block) spill in the reduction loop. With 32 registers, convolutions whose weights
 // stream from L2 take twice the vectors (GroupScheduler::wide_conv_block).
 constexpr int kBlockVectors = 2;
+constexpr int kWideBlockVectors = 2 * kBlockVectors;
 constexpr int kMinBlockRows = 4;  // rows of a block where the extent allows no more
 constexpr int kMinReductionChunk = 32;  // input channels a pass (reduction_chunk)
 // Threads of a GPU root's block (at most the device's), and of a row-statistics kernel.
@@ -584,11 +585,9 @@ class GroupScheduler {
       b.vectors = two_vectors ? kBlockVectors : 1;
       const int64_t tiles = (ue + 1) / 2;
       int rows_wanted = std::max(1, accumulator_registers() / b.vectors);
-      if (t_.vector_registers >= 32 && b.lanes == t_.lanes &&
-          ve % int64_t(graph::kWeightPanel) == 0 &&
-          graph::kWeightPanel == 2 * kBlockVectors * b.lanes) {
-        b.vectors = 2 * kBlockVectors;
-        rows_wanted = (t_.vector_registers - b.vectors) / b.vectors;
+      if (wide_block_target(b, ve) && graph::kWeightPanel == kWideBlockVectors * b.lanes) {
+        b.vectors = kWideBlockVectors;
+        rows_wanted = wide_block_rows();
       }
       b.rows = int(std::min<int64_t>(rows_wanted, tiles));
       for (int r = b.rows; r >= std::min(rows_wanted, kMinBlockRows); --r) {
@@ -624,8 +623,8 @@ class GroupScheduler {
       const int budget = std::max(1, accumulator_registers() / regs_per_vector);  // in vectors
       int rows_wanted = std::max(1, budget / b.vectors);
       if (n.op == "conv2d" && wide_conv_block(n, b, ve)) {
-        b.vectors = 2 * kBlockVectors;
-        rows_wanted = (t_.vector_registers - b.vectors) / b.vectors;
+        b.vectors = kWideBlockVectors;
+        rows_wanted = wide_block_rows();
       }
       if (n.op != "conv2d") {
         // A matmul's or linear layer's block holds its row of B (the block's vectors), one
@@ -677,14 +676,21 @@ class GroupScheduler {
   // at 2 vectors it does not at 4: 1x1 14x14, 256 -> 1024, 0.331 -> 0.356; the 7x7 stem
   // (Cin 3) 0.893 -> 0.881, the same.
   bool wide_conv_block(const graph::Node& n, const RegisterBlock& b, int64_t cout) const {
-    const int wide = 2 * kBlockVectors;
-    if (t_.vector_registers < 32 || b.lanes != t_.lanes || cout % (int64_t(wide) * b.lanes) != 0) {
-      return false;
-    }
+    if (!wide_block_target(b, cout)) return false;
     const graph::Shape& w = ig_.graph().tensor(n.inputs[1]).shape;
     if (w.size() != 4) return false;
     const int64_t slice = w[1] * w[2] * w[3] * kBlockVectors * b.lanes * int64_t(sizeof(float));
     return slice > t_.l1_bytes;
+  }
+  // Can a block of `cout` output channels in vectors of `b.lanes` be wide on this target: 32
+  // vector registers, natural-width vectors, Cout in whole wide blocks.
+  bool wide_block_target(const RegisterBlock& b, int64_t cout) const {
+    return t_.vector_registers >= 32 && b.lanes == t_.lanes &&
+           cout % (int64_t(kWideBlockVectors) * b.lanes) == 0;
+  }
+  // A wide block's rows: the registers its weight vectors leave, 7 of AVX-512's 32.
+  int wide_block_rows() const {
+    return (t_.vector_registers - kWideBlockVectors) / kWideBlockVectors;
   }
 
   void check_block_requests() const {
@@ -878,7 +884,7 @@ class GroupScheduler {
     // channels unchunked (28 KB of input a block, against 128 channels a pass): 32.8 -> 31.7
     // ms (6 runs alternated, 2 AVX-512 Xeon cores); 3x3 stride 2, 28x28x128 -> 14x14x256
     // (46 KB): 0.457 -> 0.408 ms; 7x7x512 (55 KB) chunked: 0.90 against 0.97 whole.
-    const bool wide = n.op == "conv2d" && b.vectors == 2 * kBlockVectors;
+    const bool wide = n.op == "conv2d" && b.vectors == kWideBlockVectors;
     if ((wide ? input : 2 * input) <= t_.l1_bytes) return 0;
     const int64_t columns = int64_t(b.lanes) * b.vectors;
     int64_t c = 1;
@@ -887,7 +893,7 @@ class GroupScheduler {
     // channels fits L1, measured chunks of 16 slower than 32 (whose slice spills to L2): 3x3
     // 7x7x512 0.90 -> 1.00 ms, 14x14x256 0.93 -> 1.04 (AOT, 2 threads, 2 AVX-512 Xeon
     // cores); the inner loop's trip count is the chunk, its overhead paid each 9 c steps.
-    if (c < kMinReductionChunk) c = std::max(c, std::min<int64_t>(kMinReductionChunk, cin / 2));
+    c = std::max(c, std::min<int64_t>(kMinReductionChunk, cin / 2));
     return int(c);
   }
 

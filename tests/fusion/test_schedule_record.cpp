@@ -471,46 +471,39 @@ TEST_CASE("records: a conv with more weights than input is tiled by output chann
 
 TEST_CASE(
     "records: an NHWC conv whose weight slice outgrows L1 has 4-vector blocks on 32 registers") {
+  // The block the schedule gives conv2d_0 of `p` on target `t`.
+  auto block_of = [](const Planned& p, const TargetFacts& t) {
+    const PipelineSchedule s = schedule_plan(p.g, p.plan, t);
+    const NodeSchedule& conv = record_of(s, "conv2d_0");
+    REQUIRE(conv.block.has_value());
+    return *conv.block;
+  };
+  // A 1x1 conv + ReLU at 14x14, as one group.
+  auto pointwise = [](int64_t cin, int64_t cout) {
+    GraphBuilder b("pointwise");
+    auto x = b.input("x", {1, 14, 14, cin}, Layout::NHWC);
+    b.output(b.relu(b.conv2d(x, b.param("w", {cout, cin, 1, 1}))));
+    return as_one_group(b.build());
+  };
   // 3x3, 128 channels: a 2-vector block's slice is 9 x 128 x 32 floats (147 KB), past L1.
   const Planned p = conv_relu(28, 128);
-  const PipelineSchedule s512 = schedule_plan(p.g, p.plan, avx512());
-  const NodeSchedule& wide = record_of(s512, "conv2d_0");
-  REQUIRE(wide.block.has_value());
-  CHECK(wide.block->vectors == 4);
-  CHECK(wide.block->rows == 7);
-  CHECK(wide.block->accumulators(16) == 28);
+  const RegisterBlock wide = block_of(p, avx512());
+  CHECK(wide.vectors == 4);
+  CHECK(wide.rows == 7);
+  CHECK(wide.accumulators(16) == 28);
   // AVX2's 16 ymm keep their 2-vector block.
-  const PipelineSchedule s2 = schedule_plan(p.g, p.plan, avx2());
-  const NodeSchedule& narrow = record_of(s2, "conv2d_0");
-  REQUIRE(narrow.block.has_value());
-  CHECK(narrow.block->vectors == 2);
+  CHECK(block_of(p, avx2()).vectors == 2);
   // 7x7x512, chunked: 32 input channels a pass, not the 16 whose slice at 4 vectors fits L1.
-  const Planned last = conv_relu(7, 512);
-  const PipelineSchedule slast = schedule_plan(last.g, last.plan, avx512());
-  const NodeSchedule& chunked = record_of(slast, "conv2d_0");
-  REQUIRE(chunked.block.has_value());
-  CHECK(chunked.block->vectors == 4);
-  CHECK(chunked.block->reduction_chunk == 32);
+  const RegisterBlock chunked = block_of(conv_relu(7, 512), avx512());
+  CHECK(chunked.vectors == 4);
+  CHECK(chunked.reduction_chunk == 32);
   // A 1x1 conv of 1024 input channels: wide, and unchunked, since its input (7 pixels x 1024
   // channels, 28 KB) fits L1 by itself.
-  GraphBuilder deep("deep_pointwise");
-  auto xd = deep.input("x", {1, 14, 14, 1024}, Layout::NHWC);
-  deep.output(deep.relu(deep.conv2d(xd, deep.param("w", {256, 1024, 1, 1}))));
-  const Planned pd = as_one_group(deep.build());
-  const PipelineSchedule sd = schedule_plan(pd.g, pd.plan, avx512());
-  const NodeSchedule& unchunked = record_of(sd, "conv2d_0");
-  REQUIRE(unchunked.block.has_value());
-  CHECK(unchunked.block->vectors == 4);
-  CHECK(unchunked.block->reduction_chunk == 0);
+  const RegisterBlock unchunked = block_of(pointwise(1024, 256), avx512());
+  CHECK(unchunked.vectors == 4);
+  CHECK(unchunked.reduction_chunk == 0);
   // A 1x1 conv of 128 input channels: its 2-vector slice (16 KB) fits L1, and stays.
-  GraphBuilder b("pointwise");
-  auto x = b.input("x", {1, 14, 14, 128}, Layout::NHWC);
-  b.output(b.relu(b.conv2d(x, b.param("w", {512, 128, 1, 1}))));
-  const Planned pw = as_one_group(b.build());
-  const PipelineSchedule spw = schedule_plan(pw.g, pw.plan, avx512());
-  const NodeSchedule& one = record_of(spw, "conv2d_0");
-  REQUIRE(one.block.has_value());
-  CHECK(one.block->vectors == 2);
+  CHECK(block_of(pointwise(128, 512), avx512()).vectors == 2);
 }
 
 TEST_CASE(
