@@ -858,11 +858,11 @@ class GroupScheduler {
   // KH KW Cin x its columns. Where the input alone passes half of L1 (ResNet's 3x3 convs at
   // 256 and 512 channels: 28 and 55 KB; GPT-2's c_proj, K = 3072: 48 KB), the two evict each
   // other and every FMA waits on L2. In chunks of c channels, the largest power of two whose
-  // slice of weights fits L1, both stay there; the accumulators go to a tile-sized buffer
-  // between chunks. 1 thread, AVX-512 (Zen 5, 48 KB L1), ms for 231 MFLOP, whole / c = 16,
-  // 32, 64: 7x7x512 2.50 / 1.56, 1.86, 1.91; 14x14x256 (7 rows) 1.56 / -, 1.24, -; 28x28x128
-  // (input 14 KB, not chunked) 1.15 / -, 1.12, 1.11; 56x56x64 1.10 / -, 1.12, -. 2 threads,
-  // 128 x 3072 -> 768 (604 MFLOP): 2.85 / c = 64, 128, 256: 2.08, 2.12, 2.03; 128 x 768 ->
+  // slice of weights fits L1 (a conv's; a linear's below), both stay there; the accumulators go to
+  // a tile-sized buffer between chunks. 1 thread, AVX-512 (Zen 5, 48 KB L1), ms for 231 MFLOP,
+  // whole / c = 16, 32, 64: 7x7x512 2.50 / 1.56, 1.86, 1.91; 14x14x256 (7 rows) 1.56 / -, 1.24, -;
+  // 28x28x128 (input 14 KB, not chunked) 1.15 / -, 1.12, 1.11; 56x56x64 1.10 / -, 1.12, -. 2
+  // threads, 128 x 3072 -> 768 (604 MFLOP): 2.85 / c = 64, 128, 256: 2.08, 2.12, 2.03; 128 x 768 ->
   // 3072 (input 12 KB, not chunked) 2.51 / c = 128: 2.21, 256: 3.29 (noisy).
   int reduction_chunk(const graph::Node& n, const RegisterBlock& b) const {
     const graph::Tensor& x = ig_.graph().tensor(n.inputs[0]);
@@ -886,8 +886,20 @@ class GroupScheduler {
     // (46 KB): 0.457 -> 0.408 ms; 7x7x512 (55 KB) chunked: 0.90 against 0.97 whole.
     const bool wide = n.op == "conv2d" && b.vectors == kWideBlockVectors;
     if ((wide ? input : 2 * input) <= t_.l1_bytes) return 0;
-    const int64_t columns = int64_t(b.lanes) * b.vectors;
     int64_t c = 1;
+    if (n.op == "linear") {
+      // A linear layer's weights serve only the tile's rows (128 tokens): they stream from
+      // DRAM once a call and from L2 to each row block, as a wide block's do. Chunks keep the
+      // block's rows of input in half of L1, no smaller: each chunk passes the tile's
+      // accumulators (128 x 192 floats, out of L1) through the block again. BERT-base encoder
+      // (2 layers, its two 3072 -> 768 linears in chunks of 128, 256, 512, 1024; AOT, 5 runs
+      // alternated, 2 AVX-512 Xeon cores): 17.07, 15.73, 15.71, 15.41 ms; GPT-2 block 8.22,
+      // 8.07, 7.83, 7.84 (unchunked 8.00); the linear alone, weights hot: 2.42, 2.36, 2.33,
+      // 2.30 (2.37).
+      while (2 * c < cin && 2 * b.rows * 2 * c * f <= t_.l1_bytes) c *= 2;
+      return int(c);
+    }
+    const int64_t columns = int64_t(b.lanes) * b.vectors;
     while (2 * c < cin && kh * kw * 2 * c * columns * f <= t_.l1_bytes) c *= 2;
     // No fewer than 32 channels a pass: 4-vector blocks (wide_conv_block), whose slice at 16
     // channels fits L1, measured chunks of 16 slower than 32 (whose slice spills to L2): 3x3

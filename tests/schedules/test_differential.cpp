@@ -418,7 +418,7 @@ TEST_CASE("an NHWC conv's input channels and a linear's K in chunks; blocks of r
     gb.output(gb.linear(t, gb.param("w", {k, n})));
     return anchor_block(gb.build(), {"linear_0"});
   };
-  CHECK(fc_block(3072, 768).reduction_chunk == 128);
+  CHECK(fc_block(3072, 768).reduction_chunk == 1024);  // 6 rows x 1024 floats: half of L1
   CHECK(fc_block(3072, 768).rows == 4);  // 6 fit, but do not divide the input's 128 rows
   CHECK(fc_block(768, 3072).reduction_chunk == 0);
   CHECK(fc_block(768, 3072).channel_blocks_outside);
