@@ -133,7 +133,24 @@ std::vector<std::string> to_channels_last(Graph& g, int min_convs) {
       out.add_node(std::move(n));
       continue;
     }
-    for (auto& in : n.inputs) {
+    // A layout op's weights and statistics are no activations, computed ones included (weights
+    // standardised or scaled by a gate in the graph: W' [Cout, Cin, KH, KW] stays so; one
+    // computed from NHWC tensors goes back to NCHW first).
+    const size_t activations =
+        graph::has_trait(n.op, graph::OpTrait::channel_layout) ? 1 : n.inputs.size();
+    for (size_t k = 0; k < n.inputs.size(); ++k) {
+      std::string& in = n.inputs[k];
+      if (k >= activations) {
+        if (nhwc_tensors.count(in)) {  // back to NCHW, where it was computed from NHWC
+          if (!nchw.count(in)) {
+            const std::string back = unique(in + "_nchw");
+            transpose(nhwc.at(in), back, kToNchw);
+            nchw[in] = back;
+          }
+          in = nchw.at(in);
+        }
+        continue;
+      }
       if (nhwc_tensors.count(in)) {
         in = nhwc.at(in);
       } else if (is_activation(g, in)) {

@@ -126,3 +126,45 @@ TEST_CASE("channels-last takes a lone patch embedding too, and keeps its values"
     CHECK_MESSAGE(r.ok(), r.summary());
   }
 }
+
+TEST_CASE("channels-last keeps a conv's computed weights in their layout, and their values") {
+  // A squeeze-excite gate folded into the next conv's weights, W' = W * gate ([Cout, Cin, 1, 1]
+  // from a [1, Cin, 1, 1] gate computed in the NHWC region): W' is the conv's weights, no
+  // activation, and stays [Cout, Cin, KH, KW], its gate transposed back to NCHW for it. (Taken
+  // for an activation, it was permuted to [12,1,1,16]: "expects 1 input channels".)
+  graph::GraphBuilder b("computed_weights");
+  graph::Conv2dOptions same;
+  same.pads = {1, 1, 1, 1};
+  auto x = b.input("x", {1, 8, 10, 10});
+  auto h = b.relu(b.conv2d(x, b.param("w1", {16, 8, 3, 3}), same));
+  auto squeezed = b.reduce("reduce_mean", h, {2, 3});
+  auto gate = b.sigmoid(b.conv2d(squeezed, b.param("w_se", {16, 16, 1, 1})));
+  auto scaled = b.mul(b.param("w2", {12, 16, 1, 1}), gate);
+  b.output(b.conv2d(h, scaled));
+  const graph::Graph before = b.build();
+  graph::Graph after = before;
+  REQUIRE_FALSE(fusion::to_channels_last(after).empty());
+  int nhwc_convs = 0;
+  for (const auto& n : after.nodes()) {
+    if (n.op != "conv2d") continue;
+    nhwc_convs += graph::attr_string(n, "layout", "") == "NHWC";
+    CHECK(after.tensor(n.inputs[1]).shape.size() == 4);
+    if (after.tensor(n.inputs[1]).kind != graph::TensorKind::param) {
+      CHECK(after.tensor(n.inputs[1]).shape == graph::Shape{12, 16, 1, 1});
+    }
+  }
+  CHECK(nhwc_convs == 3);
+  const graph::TensorMap in = graph::random_inputs(before, 5);
+  const graph::TensorMap want = reference::run(before, in);
+  const graph::TensorMap ref = reference::run(after, in);
+  const fusion::RooflineCostModel model(fusion::builtin_profile("epyc-avx512-2c"));
+  const graph::TensorMap fused =
+      schedules::realize_with_plan(after, fusion::plan_fusion(after, model), in);
+  for (const auto& o : before.outputs()) {
+    const auto r = reference::compare(ref.at(o).data, want.at(o).data, reference::kGraphTolerance);
+    CHECK_MESSAGE(r.ok(), r.summary());
+    const auto f =
+        reference::compare(fused.at(o).data, want.at(o).data, reference::kGraphTolerance);
+    CHECK_MESSAGE(f.ok(), f.summary());
+  }
+}
