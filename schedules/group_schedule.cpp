@@ -202,6 +202,10 @@ class GroupScheduler {
     if (t_.gpu) return;
     std::map<std::string, const NodeSchedule*> roots;
     std::set<std::string> shared;  // roots whose tile loop another root joins
+    // Roots whose loops one anchor already runs as its blocks: a root's loops are split once
+    // (two anchors of a residual join, conv + downsample conv -> add, each at the tile: the
+    // second keeps its own loops there).
+    std::set<std::string> taken;
     for (const NodeSchedule& n : nodes) {
       if (n.placement == Placement::root || n.placement == Placement::materialized) {
         roots[n.node] = &n;
@@ -223,9 +227,13 @@ class GroupScheduler {
       }
       if (n.placement == Placement::root || n.placement == Placement::materialized) {
         n.block->in_root_loops = loops_fit(n, *n.block);
+        if (n.block->in_root_loops) taken.insert(n.node);
         continue;
       }
-      if (n.placement != Placement::at_tile || !loops_fit(*roots.at(n.root), *n.block)) continue;
+      if (n.placement != Placement::at_tile || !loops_fit(*roots.at(n.root), *n.block) ||
+          taken.count(n.root)) {
+        continue;
+      }
       const graph::Shape& shape = tensor_of(n.node).shape;
       bool epilogue = tensor_of(n.root).shape == shape;
       walk_downstream(n.node, [&](const std::string& m) {
@@ -236,6 +244,7 @@ class GroupScheduler {
         return epilogue && m != n.root;
       });
       n.block->in_root_loops = epilogue;
+      if (epilogue) taken.insert(n.root);
     }
   }
 

@@ -473,6 +473,35 @@ TEST_CASE("regression: a weight-bound conv into a channel concat keeps tiles of 
   CHECK(root->tiling.kind == schedules::Tiling::Kind::rows);
 }
 
+TEST_CASE("regression: two anchors joined by a residual add, one root: one runs its loops") {
+  // A bottleneck's last 1x1 conv and its downsample conv, added and rectified in one group.
+  // Both sit at the root's tile and both fit its loops; the first takes them as its blocks,
+  // the second keeps its own loops there (both splitting the root's loops was a Halide error:
+  // "can't create var bo1 ... already used in this Func's schedule").
+  graph::GraphBuilder b("residual_join");
+  auto x = b.input("x", {1, 14, 14, 32}, graph::Layout::NHWC);
+  auto y = b.input("y", {1, 14, 14, 16}, graph::Layout::NHWC);
+  auto main_path = b.conv2d(x, b.param("w1", {64, 32, 1, 1}));
+  auto shortcut = b.conv2d(y, b.param("w2", {64, 16, 1, 1}));
+  b.output(b.relu(b.add(main_path, shortcut)));
+  const graph::Graph g = b.build();
+  std::vector<fusion::UserGroup> groups(1);
+  groups[0].nodes = {"conv2d_0", "conv2d_1", "add_0", "relu_0"};
+  const fusion::FusionPlan plan = check_user_groups(g, groups, 8);
+  const schedules::PipelineSchedule s = jit_schedule(g, plan);
+  int in_root_loops = 0, blocked = 0;
+  for (const char* conv : {"conv2d_0", "conv2d_1"}) {
+    const schedules::NodeSchedule* n = s.groups[0].find(conv);
+    REQUIRE(n != nullptr);
+    REQUIRE(n->block);
+    CHECK(n->placement == schedules::Placement::at_tile);
+    ++blocked;
+    in_root_loops += n->block->in_root_loops;
+  }
+  CHECK(blocked == 2);
+  CHECK(in_root_loops == 1);
+}
+
 TEST_CASE("regression: an anchor under a transposing root computes its blocks whole") {
   // Found by `opfuse explore` on attention: {Q, K, V linears, transpose(K)} stores K^T, so
   // linear K is computed per tile of the transpose, whose tiles split K's columns. Its
