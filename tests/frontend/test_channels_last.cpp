@@ -52,6 +52,25 @@ int count(const graph::Graph& g, const std::string& op) {
   return n;
 }
 
+// The rewritten graph's values, by the reference executor and by its fused plan through the
+// JIT, are the original's.
+void check_same_values(const graph::Graph& before, const graph::Graph& after, uint64_t seed) {
+  const graph::TensorMap in = graph::random_inputs(before, seed);
+  const graph::TensorMap want = reference::run(before, in);
+  const graph::TensorMap ref = reference::run(after, in);
+  const fusion::RooflineCostModel model(fusion::builtin_profile("epyc-avx512-2c"));
+  const graph::TensorMap fused =
+      schedules::realize_with_plan(after, fusion::plan_fusion(after, model), in);
+  for (const auto& o : before.outputs()) {
+    CAPTURE(o);
+    const auto r = reference::compare(ref.at(o).data, want.at(o).data, reference::kGraphTolerance);
+    CHECK_MESSAGE(r.ok(), r.summary());
+    const auto f =
+        reference::compare(fused.at(o).data, want.at(o).data, reference::kGraphTolerance);
+    CHECK_MESSAGE(f.ok(), f.summary());
+  }
+}
+
 }  // namespace
 
 TEST_CASE("channels-last: same inputs, outputs and values; layout changes at the edges only") {
@@ -75,19 +94,7 @@ TEST_CASE("channels-last: same inputs, outputs and values; layout changes at the
     if (n.op == "reduce_mean") CHECK(graph::attr_ints(n, "axes", {}) == std::vector<int64_t>{1, 2});
     if (n.op == "reduce_max") CHECK(graph::attr_ints(n, "axes", {}) == std::vector<int64_t>{3});
   }
-  const graph::TensorMap in = graph::random_inputs(before, 7);
-  const graph::TensorMap want = reference::run(before, in);
-  const graph::TensorMap ref = reference::run(after, in);
-  const fusion::RooflineCostModel model(fusion::builtin_profile("epyc-avx512-2c"));
-  const graph::TensorMap fused =
-      schedules::realize_with_plan(after, fusion::plan_fusion(after, model), in);
-  for (const auto& o : before.outputs()) {
-    CAPTURE(o);
-    const auto r = reference::compare(ref.at(o).data, want.at(o).data, reference::kGraphTolerance);
-    CHECK_MESSAGE(r.ok(), r.summary());
-    const auto f = reference::compare(fused.at(o).data, want.at(o).data, reference::kGraphTolerance);
-    CHECK_MESSAGE(f.ok(), f.summary());
-  }
+  check_same_values(before, after, 7);
 }
 
 TEST_CASE("channels-last leaves a graph with fewer convolutions than asked, and NHWC ones, alone") {
@@ -154,17 +161,5 @@ TEST_CASE("channels-last keeps a conv's computed weights in their layout, and th
     }
   }
   CHECK(nhwc_convs == 3);
-  const graph::TensorMap in = graph::random_inputs(before, 5);
-  const graph::TensorMap want = reference::run(before, in);
-  const graph::TensorMap ref = reference::run(after, in);
-  const fusion::RooflineCostModel model(fusion::builtin_profile("epyc-avx512-2c"));
-  const graph::TensorMap fused =
-      schedules::realize_with_plan(after, fusion::plan_fusion(after, model), in);
-  for (const auto& o : before.outputs()) {
-    const auto r = reference::compare(ref.at(o).data, want.at(o).data, reference::kGraphTolerance);
-    CHECK_MESSAGE(r.ok(), r.summary());
-    const auto f =
-        reference::compare(fused.at(o).data, want.at(o).data, reference::kGraphTolerance);
-    CHECK_MESSAGE(f.ok(), f.summary());
-  }
+  check_same_values(before, after, 5);
 }
