@@ -3,8 +3,9 @@
 For each model: the same random inputs go to `opfuse run` (the fused plan, JIT-compiled, the
 schedule the AOT build uses) and to an ONNX Runtime session; outputs are compared within
 opfuse's graph tolerance (rtol 1e-4, atol 2e-4 times the largest output where it passes 1:
-`within`) and both are timed (median of --reps runs, after warm-up). ONNX Runtime is timed through I/O binding, which keeps Python's per-call cost
-out of the loop as far as the Python API allows (a few microseconds remain).
+tolerance.py) and both are timed (median of --reps runs, after warm-up). ONNX Runtime is timed
+through I/O binding, which keeps Python's per-call cost out of the loop as far as the Python
+API allows (a few microseconds remain).
 
 With --rounds N every column (ONNX Runtime, OpenVINO, opfuse fused, opfuse unfused) is timed
 once a round, in turn, N rounds, and each column's median over the rounds is reported: on a
@@ -28,15 +29,7 @@ import time
 import numpy as np
 import onnxruntime as ort
 
-
-def within(got, want):
-    """opfuse's graph tolerance, |got - want| <= atol + rtol |want| (rtol 1e-4, atol 2e-4), its
-    absolute part scaled by the output's largest magnitude where that passes 1: f32 sums round
-    in proportion to their terms, and random-weight networks make large outputs (ResNet-50's
-    logits reach ~600, where 2e-4 is 3e-7 of them: opfuse, ONNX Runtime and PyTorch differ from
-    each other by 3e-4 to 9e-4 there)."""
-    scale = max(1.0, float(np.abs(want).max())) if want.size else 1.0
-    return bool(np.all(np.abs(got - want) <= 2e-4 * scale + 1e-4 * np.abs(want)))
+from tolerance import within
 
 
 def median_time(call, reps, warmup=5):
