@@ -117,19 +117,21 @@ std::vector<std::string> to_channels_last(Graph& g, int min_convs) {
   }
   // Graph outputs produced in NHWC keep their names, produced by a transpose back.
   std::set<std::string> outputs(g.outputs().begin(), g.outputs().end());
+  // An NHWC tensor read where NCHW is wanted: through one transpose back (a graph output's
+  // keeps the output's name).
+  auto back_to_nchw = [&](std::string& in) {
+    if (!nhwc_tensors.count(in)) return;
+    if (!nchw.count(in)) {
+      const std::string back = outputs.count(in) ? in : unique(in + "_nchw");
+      transpose(nhwc.at(in), back, kToNchw);
+      nchw[in] = back;
+    }
+    in = nchw.at(in);
+  };
   for (size_t idx : g.topo_order()) {
     Node n = g.nodes()[idx];
     if (!converted.count(n.name)) {
-      // Its NHWC inputs go back to NCHW first.
-      for (auto& in : n.inputs) {
-        if (!nhwc_tensors.count(in)) continue;
-        if (!nchw.count(in)) {
-          const std::string back = outputs.count(in) ? in : unique(in + "_nchw");
-          transpose(nhwc.at(in), back, kToNchw);
-          nchw[in] = back;
-        }
-        in = nchw.at(in);
-      }
+      for (auto& in : n.inputs) back_to_nchw(in);  // its NHWC inputs go back to NCHW first
       out.add_node(std::move(n));
       continue;
     }
@@ -141,14 +143,7 @@ std::vector<std::string> to_channels_last(Graph& g, int min_convs) {
     for (size_t k = 0; k < n.inputs.size(); ++k) {
       std::string& in = n.inputs[k];
       if (k >= activations) {
-        if (nhwc_tensors.count(in)) {  // back to NCHW, where it was computed from NHWC
-          if (!nchw.count(in)) {
-            const std::string back = unique(in + "_nchw");
-            transpose(nhwc.at(in), back, kToNchw);
-            nchw[in] = back;
-          }
-          in = nchw.at(in);
-        }
+        back_to_nchw(in);
         continue;
       }
       if (nhwc_tensors.count(in)) {

@@ -148,6 +148,7 @@ TEST_CASE("channels-last keeps a conv's computed weights in their layout, and th
   auto gate = b.sigmoid(b.conv2d(squeezed, b.param("w_se", {16, 16, 1, 1})));
   auto scaled = b.mul(b.param("w2", {12, 16, 1, 1}), gate);
   b.output(b.conv2d(h, scaled));
+  b.output(gate);  // also an output: the weights read it through the output's transpose back
   const graph::Graph before = b.build();
   graph::Graph after = before;
   REQUIRE_FALSE(fusion::to_channels_last(after).empty());
