@@ -4,6 +4,8 @@
 //   opfuse zoo --out DIR        write the built-in model zoo as graph files
 //   opfuse plan GRAPH           plan fusion and explain it
 //   opfuse calibrate            measure this machine's profile
+//   opfuse calibrate-anchors    each anchor class's share of the peak here, into the host
+//                               profile (opfuse-calibrate-anchors: JIT)
 //   opfuse explore ...          measured schedule exploration (runs opfuse-explore)
 //   opfuse compile MODEL        a fused library, its header and its plan, AOT (the generator)
 //   opfuse run MODEL            the fused plan through the JIT, for a quick check (opfuse-run)
@@ -48,6 +50,9 @@ int main(int argc, char** argv) {
   if (argc >= 2 && std::strcmp(argv[1], "run") == 0) return exec_sibling("opfuse-run", argc, argv);
   if (argc >= 2 && std::strcmp(argv[1], "check-library") == 0) {
     return exec_sibling("opfuse-check-library", argc, argv);
+  }
+  if (argc >= 2 && std::strcmp(argv[1], "calibrate-anchors") == 0) {
+    return exec_sibling("opfuse-calibrate-anchors", argc, argv);
   }
   CLI::App app{"opfuse: an operator-fusion compiler built on Halide"};
   app.require_subcommand(1);

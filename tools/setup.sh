@@ -96,6 +96,10 @@ configure_and_build() {
   # the clone, before the build: measured during it, the other core's compile jobs halve it.
   "$OPFUSE_VENV/bin/cmake" --build "$OPFUSE_BUILD" --target opfuse_host_profile >&2
   "$OPFUSE_BUILD/fusion/opfuse_host_profile" >&2
+  # Then each anchor class's share of that peak, timed on layers at the networks' shapes
+  # (tools/anchor_calibration.h), also once per machine: the generators plan with it.
+  "$OPFUSE_VENV/bin/cmake" --build "$OPFUSE_BUILD" --target opfuse-calibrate-anchors >&2
+  "$OPFUSE_BUILD/tools/opfuse-calibrate-anchors" >&2
   log "building"
   "$OPFUSE_VENV/bin/cmake" --build "$OPFUSE_BUILD" >&2
 }

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <optional>
 #include <sstream>
 #include <stdexcept>
@@ -127,7 +128,19 @@ HardwareProfile host_profile(const Isa& isa, bool quick) {
     }
     return std::nullopt;
   };
-  if (auto p = cached()) return *p;
+  if (auto p = cached()) {
+    // Said once a process: plans for the host then take every anchor at the FMA peak.
+    static std::once_flag said;
+    if (p->anchor_efficiency.empty()) {
+      std::call_once(said, [&] {
+        std::fprintf(stderr,
+                     "opfuse: the host profile %s has no anchor shares of the peak; "
+                     "`opfuse calibrate-anchors` measures them\n",
+                     path.c_str());
+      });
+    }
+    return *p;
+  }
   std::error_code ec;
   fs::create_directories(path.parent_path(), ec);
   FileLock lock(path.string() + ".lock");

@@ -9,6 +9,9 @@
 //                           $XDG_CACHE_HOME/opfuse/profiles, else ~/.cache/opfuse/profiles,
 //                           one file per (CPU model, ISA, cores). A one-line note on stderr
 //                           says when it is measured.
+//   anchor shares, a_cache  measured by `opfuse calibrate-anchors` (tools/anchor_calibration.h,
+//                           a later stage: it runs the schedules) into the same file; a note
+//                           on stderr says when the cached profile has none.
 //
 // Plans made for the host are reproducible on one machine (the cache is read, not
 // re-measured); delete the file to measure again. An ISA the CPU cannot run (an AVX-512 build

@@ -1,0 +1,55 @@
+// Each anchor class's attained share of the FMA peak on this machine
+// (HardwareProfile::anchor_efficiency) and the memory-bound groups' correction a_cache (7.4.1),
+// measured on layers at the shapes of the networks users bring, and kept in the host profile's
+// cache so that every plan for the host uses them.
+//
+// Why: the plain roofline puts every anchor at the FMA peak, and opfuse's kernels do not get
+// there alike (a depthwise conv makes two loads a multiply-add, a GEMV streams its weights, a
+// Winograd conv's transforms are adds). Without the shares a plan's predicted group times are
+// off by up to 10x on a real network, and the planner weighs fusions blind.
+//
+// How: one graph of independent layers, each as a network has it (NHWC convolutions with
+// their bias and activation, transformer linears, attention's two matmuls, a classifier's
+// GEMV, and residual joins that only stream), 3x3 convs rewritten
+// as a model's are (Winograd), planned for the host, JIT-compiled with each group's productions
+// timed. Per anchor class, eta = F / (P (T_measured - T_overhead - F_other / P)) of each of its
+// groups, their median (groups whose measured time the memory model already covers say
+// nothing about eta and are left out); a_cache is the median excess of the groups without an
+// anchor over their prediction. `bench/networks/calibrate.py` fits the same two from a
+// breakdown of whole networks instead, for a profile named on the command line.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "fusion/graph/graph.h"
+#include "fusion/hardware/profile.h"
+
+namespace opfuse::tools {
+
+// One timed group of the calibration graph.
+struct AnchorSample {
+  std::string layer;         // the group's first node
+  std::string anchor_class;  // "" for a group without an anchor
+  double anchor_flops = 0;   // the class's FLOPs with stencil recompute
+  double other_flops = 0;    // everything else the group computes
+  double t_memory_s = 0, t_overhead_s = 0;
+  double predicted_s = 0;  // by the profile the graph was planned with
+  double measured_s = 0;
+};
+
+// The calibration layers, batch 1: ResNet-50's, MobileNetV2's and EfficientNet-B0's convs
+// (NHWC, the layout the channels-last pass gives them), BERT-base's linears and attention at
+// 128 tokens, the classifier GEMVs, and residual joins (memory-bound, for a_cache).
+graph::Graph calibration_graph();
+
+// Plans the calibration graph with `profile`, compiles it with Halide's JIT for the
+// environment's target (HL_JIT_TARGET), and times each group over `seconds` of runs (medians).
+std::vector<AnchorSample> time_calibration_graph(const fusion::HardwareProfile& profile,
+                                                 double seconds = 1.0);
+
+// `profile` with anchor_efficiency and alpha_cache fitted to `samples` (as above).
+fusion::HardwareProfile fit_anchor_efficiency(fusion::HardwareProfile profile,
+                                              const std::vector<AnchorSample>& samples);
+
+}  // namespace opfuse::tools

@@ -1,0 +1,97 @@
+// opfuse-calibrate-anchors (`opfuse calibrate-anchors`): measures each anchor class's share of
+// the FMA peak and a_cache on this machine (tools/anchor_calibration.h), for every ISA the CPU
+// runs, and keeps them in the host profile's cache, so that every plan for the host uses them.
+// tools/setup.sh runs it once a machine, before the build, as it measures the roofline; run
+// it again (--force) to measure again. Through Halide's JIT: its own process, like opfuse-run.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "fusion/graph/json_io.h"
+#include "fusion/hardware/host.h"
+#include "tools/anchor_calibration.h"
+
+namespace {
+
+using namespace opfuse;
+
+// The JIT target that runs code of `isa` on this CPU.
+const char* jit_target(const std::string& isa) {
+  return isa == "avx2" ? "x86-64-linux-sse41-avx-f16c-fma-avx2" : "host";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "measure each anchor class's share of the FMA peak on this machine, into the host profile"};
+  double seconds = 1.0;
+  bool force = false, dry_run = false;
+  std::string only, graph_out;
+  app.add_option("--seconds", seconds, "time each group over this many seconds of runs")
+      ->check(CLI::PositiveNumber);
+  app.add_flag("--force", force, "measure again where the cached profile has the shares already");
+  app.add_flag("--dry-run", dry_run, "print the measurement, leave the cache alone");
+  app.add_option("--isa", only, "only this ISA (avx512, avx2)");
+  app.add_option("--write-graph", graph_out,
+                 "write the calibration layers as a graph file (then `opfuse run` it) and stop");
+  CLI11_PARSE(app, argc, argv);
+  try {
+    if (!graph_out.empty()) {
+      graph::save_graph_json(tools::calibration_graph(), graph_out);
+      std::printf("wrote the calibration layers to %s\n", graph_out.c_str());
+      return 0;
+    }
+    for (const char* name : {"avx512", "avx2"}) {
+      const fusion::Isa isa = fusion::isa_named(name);
+      if (!fusion::host_runs(isa) || (!only.empty() && only != name)) continue;
+      fusion::HardwareProfile base = fusion::host_profile(isa);
+      const std::string path = fusion::host_profile_cache_path(isa);
+      if (!base.anchor_efficiency.empty() && !force && !dry_run) {
+        std::printf("host profile %s: anchor shares cached already (%s; --force measures again)\n",
+                    name, path.c_str());
+        continue;
+      }
+      // Measured against the plain roofline, whatever the cache held.
+      base.anchor_efficiency.clear();
+      base.alpha_cache = 0;
+      setenv("HL_JIT_TARGET", jit_target(name), 1);
+      std::printf("host profile %s: timing the calibration layers (%s, FMA peak %.0f GFLOP/s)\n",
+                  name, fusion::host_cpu_model().c_str(), base.peak_flops_f32 / 1e9);
+      const auto samples = tools::time_calibration_graph(base, seconds);
+      fusion::HardwareProfile fitted = tools::fit_anchor_efficiency(base, samples);
+      const std::string suffix = "-anchors";
+      if (fitted.name.size() < suffix.size() ||
+          fitted.name.compare(fitted.name.size() - suffix.size(), suffix.size(), suffix) != 0) {
+        fitted.name += suffix;
+      }
+      std::printf("  %-22s %-15s %10s %10s %8s\n", "layer", "class", "measured us", "roofline us",
+                  "share");
+      for (const auto& s : samples) {
+        const double share =
+            s.anchor_flops > 0 ? s.anchor_flops / (base.peak_flops_f32 * s.measured_s) : 0;
+        std::printf("  %-22s %-15s %10.1f %10.1f %7.0f%%\n", s.layer.c_str(),
+                    s.anchor_class.empty() ? "-" : s.anchor_class.c_str(), s.measured_s * 1e6,
+                    s.predicted_s * 1e6, share * 100);
+      }
+      std::printf("  fitted: a_cache %.2f;", fitted.alpha_cache);
+      for (const auto& [cls, eta] : fitted.anchor_efficiency)
+        std::printf(" %s %.2f", cls.c_str(), eta);
+      std::printf("\n");
+      if (dry_run) continue;
+      // Replaced whole, as host_profile writes it: a reader never sees half a file.
+      const std::string tmp = path + ".anchors.tmp";
+      std::ofstream(tmp) << fusion::profile_to_json(fitted);
+      std::filesystem::rename(tmp, path);
+      std::printf("  written to %s\n", path.c_str());
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "opfuse-calibrate-anchors: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
