@@ -201,29 +201,35 @@ std::vector<AnchorSample> time_calibration_graph(const fusion::HardwareProfile& 
   return out;
 }
 
+double layer_share(const AnchorSample& s, double peak) {
+  if (s.anchor_class.empty() || s.anchor_class == "mixed" || s.anchor_flops <= 0) return 0;
+  // Measured within the memory model's time: the model predicts it whatever the share.
+  if (s.measured_s - s.t_overhead_s <= s.t_memory_s) return 0;
+  // 7.4.1 T = max(T_compute, T_memory) + T_overhead, T_compute = F / (P eta) + F_other / P:
+  // the compute time the measurement leaves for the anchor.
+  const double t = s.measured_s - s.t_overhead_s - s.other_flops / peak;
+  return t > 0 ? std::clamp(s.anchor_flops / (peak * t), kMinShare, 1.0) : 1.0;
+}
+
 fusion::HardwareProfile fit_anchor_efficiency(fusion::HardwareProfile profile,
                                               const std::vector<AnchorSample>& samples) {
   const double peak = profile.peak_flops_f32;
   std::map<std::string, std::vector<double>> log_eta;
   std::vector<double> excess;
   for (const auto& s : samples) {
-    // The compute time the measurement leaves for the anchor: T - T_overhead - F_other / P.
-    const double t = s.measured_s - s.t_overhead_s - s.other_flops / peak;
     if (s.anchor_class.empty()) {
       // 7.4.1 a_cache: T_measured = T_predicted (1 + a_cache) for the memory-bound groups.
       const double plain = std::max(s.other_flops / peak, s.t_memory_s) + s.t_overhead_s;
       if (plain > 0) excess.push_back(s.measured_s / plain - 1);
-      continue;
+    } else if (const double eta = layer_share(s, peak); eta > 0) {
+      log_eta[s.anchor_class].push_back(std::log(eta));
     }
-    if (s.anchor_class == "mixed" || s.anchor_flops <= 0) continue;
-    // Measured within the memory model's time: the compute share is not seen.
-    if (t <= s.t_memory_s || t <= 0) continue;
-    log_eta[s.anchor_class].push_back(std::log(std::clamp(s.anchor_flops / (peak * t), 0.02, 1.0)));
   }
   // The median over a class's layers: one layer that ran slow in this process (measured: a
   // 3072 -> 768 linear at 2.3 to 7.9 ms from one process to the next) does not move it.
   for (auto& [cls, v] : log_eta) profile.anchor_efficiency[cls] = std::exp(median_of(v));
   if (!excess.empty()) profile.alpha_cache = std::clamp(median_of(excess), 0.0, 4.0);
+  profile.alpha_conflict = 0;  // the shares take the compute-bound groups' correction
   return profile;
 }
 

@@ -10,13 +10,16 @@
 //
 // How: one graph of independent layers, each as a network has it (NHWC convolutions with
 // their bias and activation, transformer linears, attention's two matmuls, a classifier's
-// GEMV, and residual joins that only stream), 3x3 convs rewritten
-// as a model's are (Winograd), planned for the host, JIT-compiled with each group's productions
-// timed. Per anchor class, eta = F / (P (T_measured - T_overhead - F_other / P)) of each of its
-// groups, their median (groups whose measured time the memory model already covers say
-// nothing about eta and are left out); a_cache is the median excess of the groups without an
-// anchor over their prediction. `bench/networks/calibrate.py` fits the same two from a
-// breakdown of whole networks instead, for a profile named on the command line.
+// GEMV, and residual joins that only stream), 3x3 convs rewritten as a model's are
+// (Winograd), each layer's input written by a small group of its own first (as a network's
+// previous group would), planned for the host, JIT-compiled with each group's productions
+// timed. Per anchor class, eta = F / (P (T_measured - T_overhead - F_other / P)) of each of
+// its groups, their median in log space (groups whose measured time the memory model already
+// covers say nothing about eta and are left out); a_cache is the median excess of the residual
+// joins over their prediction (their inputs are graph inputs, a whole run old, as a network's
+// skip tensor is, so a_cache also takes what the cache level misses for them).
+// `bench/networks/calibrate.py` fits the same two from a breakdown of whole networks instead,
+// and `opfuse explore calibrate` a_cache and a_conflict from explored plans of one graph.
 #pragma once
 
 #include <string>
@@ -29,7 +32,7 @@ namespace opfuse::tools {
 
 // One timed group of the calibration graph.
 struct AnchorSample {
-  std::string layer;         // the group's first node
+  std::string layer;         // the layer (its first graph input) the group computes
   std::string anchor_class;  // "" for a group without an anchor
   double anchor_flops = 0;   // the class's FLOPs with stencil recompute
   double other_flops = 0;    // everything else the group computes
@@ -48,7 +51,13 @@ graph::Graph calibration_graph();
 std::vector<AnchorSample> time_calibration_graph(const fusion::HardwareProfile& profile,
                                                  double seconds = 1.0);
 
-// `profile` with anchor_efficiency and alpha_cache fitted to `samples` (as above).
+// The share of the peak one sample shows (as above), at least kMinShare; 0 where it shows
+// none (no anchor, two classes, or measured within the memory model's time).
+inline constexpr double kMinShare = 0.02;
+double layer_share(const AnchorSample& s, double peak);
+
+// `profile` with anchor_efficiency and alpha_cache fitted to `samples` (as above), and
+// alpha_conflict 0.
 fusion::HardwareProfile fit_anchor_efficiency(fusion::HardwareProfile profile,
                                               const std::vector<AnchorSample>& samples);
 

@@ -4,11 +4,11 @@
 // tools/setup.sh runs it once a machine, before the build, as it measures the roofline; run
 // it again (--force) to measure again. Through Halide's JIT: its own process, like opfuse-run.
 #include <CLI/CLI.hpp>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
-#include <filesystem>
-#include <fstream>
+#include <stdexcept>
 #include <string>
 
 #include "fusion/graph/json_io.h"
@@ -32,11 +32,11 @@ int main(int argc, char** argv) {
   double seconds = 1.0;
   bool force = false, dry_run = false;
   std::string only, graph_out;
-  app.add_option("--seconds", seconds, "time each group over this many seconds of runs")
+  app.add_option("--seconds", seconds, "time the layers over this many seconds of runs (medians)")
       ->check(CLI::PositiveNumber);
   app.add_flag("--force", force, "measure again where the cached profile has the shares already");
   app.add_flag("--dry-run", dry_run, "print the measurement, leave the cache alone");
-  app.add_option("--isa", only, "only this ISA (avx512, avx2)");
+  app.add_option("--isa", only, "only this ISA")->check(CLI::IsMember({"avx512", "avx2"}));
   app.add_option("--write-graph", graph_out,
                  "write the calibration layers as a graph file (then `opfuse run` it) and stop");
   CLI11_PARSE(app, argc, argv);
@@ -45,6 +45,13 @@ int main(int argc, char** argv) {
       graph::save_graph_json(tools::calibration_graph(), graph_out);
       std::printf("wrote the calibration layers to %s\n", graph_out.c_str());
       return 0;
+    }
+    if (!only.empty() && !fusion::host_runs(fusion::isa_named(only))) {
+      throw std::runtime_error("this CPU does not run " + only + " code: nothing to measure");
+    }
+    // A user's HL_JIT_TARGET would time another ISA's code than the profile's.
+    if (const char* t = std::getenv("HL_JIT_TARGET"); t && *t) {
+      std::printf("(HL_JIT_TARGET=%s set aside: each ISA is timed with its own target)\n", t);
     }
     for (const char* name : {"avx512", "avx2"}) {
       const fusion::Isa isa = fusion::isa_named(name);
@@ -58,7 +65,7 @@ int main(int argc, char** argv) {
       }
       // Measured against the plain roofline, whatever the cache held.
       base.anchor_efficiency.clear();
-      base.alpha_cache = 0;
+      base.alpha_cache = base.alpha_conflict = 0;
       setenv("HL_JIT_TARGET", jit_target(name), 1);
       std::printf("host profile %s: timing the calibration layers (%s, FMA peak %.0f GFLOP/s)\n",
                   name, fusion::host_cpu_model().c_str(), base.peak_flops_f32 / 1e9);
@@ -69,24 +76,24 @@ int main(int argc, char** argv) {
           fitted.name.compare(fitted.name.size() - suffix.size(), suffix.size(), suffix) != 0) {
         fitted.name += suffix;
       }
-      std::printf("  %-22s %-15s %10s %10s %8s\n", "layer", "class", "measured us", "roofline us",
+      // The share each layer shows, as the fit takes it ("-": none, see layer_share).
+      std::printf("  %-22s %-15s %11s %11s %7s\n", "layer", "class", "measured us", "roofline us",
                   "share");
       for (const auto& s : samples) {
-        const double share =
-            s.anchor_flops > 0 ? s.anchor_flops / (base.peak_flops_f32 * s.measured_s) : 0;
-        std::printf("  %-22s %-15s %10.1f %10.1f %7.0f%%\n", s.layer.c_str(),
-                    s.anchor_class.empty() ? "-" : s.anchor_class.c_str(), s.measured_s * 1e6,
-                    s.predicted_s * 1e6, share * 100);
+        const double share = tools::layer_share(s, base.peak_flops_f32);
+        std::printf(
+            "  %-22s %-15s %11.1f %11.1f %7s\n", s.layer.c_str(),
+            s.anchor_class.empty() ? "-" : s.anchor_class.c_str(), s.measured_s * 1e6,
+            s.predicted_s * 1e6,
+            share > 0 ? (std::to_string(int(std::lround(share * 100))) + "%").c_str() : "-");
       }
       std::printf("  fitted: a_cache %.2f;", fitted.alpha_cache);
-      for (const auto& [cls, eta] : fitted.anchor_efficiency)
+      for (const auto& [cls, eta] : fitted.anchor_efficiency) {
         std::printf(" %s %.2f", cls.c_str(), eta);
+      }
       std::printf("\n");
       if (dry_run) continue;
-      // Replaced whole, as host_profile writes it: a reader never sees half a file.
-      const std::string tmp = path + ".anchors.tmp";
-      std::ofstream(tmp) << fusion::profile_to_json(fitted);
-      std::filesystem::rename(tmp, path);
+      fusion::store_host_profile(isa, fitted);
       std::printf("  written to %s\n", path.c_str());
     }
   } catch (const std::exception& e) {

@@ -99,7 +99,9 @@ configure_and_build() {
   # Then each anchor class's share of that peak, timed on layers at the networks' shapes
   # (tools/anchor_calibration.h), also once per machine: the generators plan with it.
   "$OPFUSE_VENV/bin/cmake" --build "$OPFUSE_BUILD" --target opfuse-calibrate-anchors >&2
-  "$OPFUSE_BUILD/tools/opfuse-calibrate-anchors" >&2
+  # Its failure leaves the roofline profile, and plans say so; it does not stop the set-up.
+  "$OPFUSE_BUILD/tools/opfuse-calibrate-anchors" >&2 ||
+    log "the anchor calibration failed (above): plans for the host take every anchor at the peak"
   log "building"
   "$OPFUSE_VENV/bin/cmake" --build "$OPFUSE_BUILD" >&2
 }

@@ -125,7 +125,8 @@ def main():
     print(f"  leave one network out: {held_out}/{len(groups)} within 1.5x")
     profile["name"] = profile["name"] + "-calibrated"
     profile["alpha_cache"] = alpha
-    profile["anchor_efficiency"] = eta
+    # Classes these networks lack keep the host's measured shares.
+    profile["anchor_efficiency"] = {**profile.get("anchor_efficiency", {}), **eta}
     with open(a.out, "w") as f:
         json.dump(profile, f, indent=2)
     print(f"wrote {a.out}: plan with --profile {a.out}")

@@ -164,7 +164,9 @@ double CostModel::onchip_limit_bytes() const {
 // Each factor charges the groups its effect applies to: a_cache the memory-bound ones (their
 // traffic misses the levels the model assumed), a_conflict the compute-bound ones (port and
 // register conflicts keep them below the FMA peak), a_divergence every group on a GPU. The
-// factors are fitted per profile from measurements (`opfuse explore calibrate`).
+// factors are fitted per profile from measurements: `opfuse explore calibrate` (a_cache and
+// a_conflict from explored plans of one graph), `opfuse calibrate-anchors` (a_cache beside the
+// anchor shares, into the host profile) and bench/networks/calibrate.py (from networks).
 double corrected_time(const HardwareProfile& p, const GroupEstimate& e) {
   const double correction = 1 + (e.bound == Bound::memory ? p.alpha_cache : 0) +
                             (e.bound == Bound::compute ? p.alpha_conflict : 0) +

@@ -84,7 +84,35 @@ HardwareProfile measure(const Isa& isa, bool quick) {
   return p;
 }
 
+// Replaces the cache entry whole (a reader never sees half a file); the caller holds the lock.
+std::error_code write_cache(const fs::path& path, const HardwareProfile& p) {
+  std::error_code ec;
+  const fs::path tmp = path.string() + ".tmp" + std::to_string(::getpid());
+  {
+    std::ofstream out(tmp);
+    out << profile_to_json(p);
+    out.close();
+    if (!out) {
+      fs::remove(tmp, ec);
+      return std::make_error_code(std::errc::io_error);
+    }
+  }
+  fs::rename(tmp, path, ec);
+  return ec;
+}
+
 }  // namespace
+
+void store_host_profile(const Isa& isa, const HardwareProfile& p) {
+  const fs::path path = host_profile_cache_path(isa);
+  std::error_code ec;
+  fs::create_directories(path.parent_path(), ec);
+  FileLock lock(path.string() + ".lock");
+  ec = write_cache(path, p);
+  if (ec)
+    throw std::runtime_error("cannot write the host profile " + path.string() + ": " +
+                             ec.message());
+}
 
 Isa host_isa() {
   for (const char* name : {"avx512", "avx2"}) {
@@ -130,8 +158,9 @@ HardwareProfile host_profile(const Isa& isa, bool quick) {
   };
   if (auto p = cached()) {
     // Said once a process: plans for the host then take every anchor at the FMA peak.
+    // (An ISA this CPU cannot run has no shares to measure: its profile is a scaled guess.)
     static std::once_flag said;
-    if (p->anchor_efficiency.empty()) {
+    if (p->anchor_efficiency.empty() && host_runs(isa) && isa.name != "sse4") {
       std::call_once(said, [&] {
         std::fprintf(stderr,
                      "opfuse: the host profile %s has no anchor shares of the peak; "
@@ -146,9 +175,7 @@ HardwareProfile host_profile(const Isa& isa, bool quick) {
   FileLock lock(path.string() + ".lock");
   if (auto p = cached()) return *p;  // measured by another process while this one waited
   HardwareProfile p = measure(isa, quick);
-  const fs::path tmp = path.string() + ".tmp" + std::to_string(::getpid());
-  std::ofstream(tmp) << profile_to_json(p);
-  fs::rename(tmp, path, ec);
+  ec = write_cache(path, p);
   std::fprintf(stderr,
                "opfuse: measured this machine (%s, %s, %d cores): FMA peak %.0f GFLOP/s, DRAM "
                "%.1f GB/s%s%s\n",

@@ -37,5 +37,8 @@ std::string host_cpu_model();
 HardwareProfile host_profile(const Isa& isa = host_isa(), bool quick = false);
 // Where host_profile keeps its measurement for `isa`.
 std::string host_profile_cache_path(const Isa& isa);
+// Replaces the cached profile for `isa` (under the cache's lock; a reader sees the old file or
+// the new one); std::runtime_error naming the file when it cannot be written.
+void store_host_profile(const Isa& isa, const HardwareProfile& p);
 
 }  // namespace opfuse::fusion
