@@ -208,7 +208,8 @@ double layer_share(const AnchorSample& s, double peak) {
   // 7.4.1 T = max(T_compute, T_memory) + T_overhead, T_compute = F / (P eta) + F_other / P:
   // the compute time the measurement leaves for the anchor.
   const double t = s.measured_s - s.t_overhead_s - s.other_flops / peak;
-  return t > 0 ? std::clamp(s.anchor_flops / (peak * t), kMinShare, 1.0) : 1.0;
+  // Above 1 when the layer outran the measured peak (a peak measured low): the fit caps it.
+  return t > 0 ? std::max(s.anchor_flops / (peak * t), kMinShare) : 1.0;
 }
 
 fusion::HardwareProfile fit_anchor_efficiency(fusion::HardwareProfile profile,
@@ -222,7 +223,7 @@ fusion::HardwareProfile fit_anchor_efficiency(fusion::HardwareProfile profile,
       const double plain = std::max(s.other_flops / peak, s.t_memory_s) + s.t_overhead_s;
       if (plain > 0) excess.push_back(s.measured_s / plain - 1);
     } else if (const double eta = layer_share(s, peak); eta > 0) {
-      log_eta[s.anchor_class].push_back(std::log(eta));
+      log_eta[s.anchor_class].push_back(std::log(std::min(eta, 1.0)));
     }
   }
   // The median over a class's layers: one layer that ran slow in this process (measured: a

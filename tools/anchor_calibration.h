@@ -51,8 +51,9 @@ graph::Graph calibration_graph();
 std::vector<AnchorSample> time_calibration_graph(const fusion::HardwareProfile& profile,
                                                  double seconds = 1.0);
 
-// The share of the peak one sample shows (as above), at least kMinShare; 0 where it shows
-// none (no anchor, two classes, or measured within the memory model's time).
+// The share of the peak one sample shows (as above), at least kMinShare, above 1 where the
+// layer outran the profile's peak (the fit takes 1); 0 where it shows none (no anchor, two
+// classes, or measured within the memory model's time).
 inline constexpr double kMinShare = 0.02;
 double layer_share(const AnchorSample& s, double peak);
 

@@ -4,6 +4,7 @@
 // tools/setup.sh runs it once a machine, before the build, as it measures the roofline; run
 // it again (--force) to measure again. Through Halide's JIT: its own process, like opfuse-run.
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -86,6 +87,16 @@ int main(int argc, char** argv) {
             s.anchor_class.empty() ? "-" : s.anchor_class.c_str(), s.measured_s * 1e6,
             s.predicted_s * 1e6,
             share > 0 ? (std::to_string(int(std::lround(share * 100))) + "%").c_str() : "-");
+      }
+      double fastest = 0;
+      for (const auto& s : samples)
+        fastest = std::max(fastest, tools::layer_share(s, base.peak_flops_f32));
+      if (fastest > 1.05) {
+        std::printf(
+            "  warning: a layer ran at %.0f%% of the profile's FMA peak, so the peak was measured "
+            "low (another process, or the VM's other core taken): delete %s and measure "
+            "again on a quiet machine\n",
+            fastest * 100, path.c_str());
       }
       std::printf("  fitted: a_cache %.2f;", fitted.alpha_cache);
       for (const auto& [cls, eta] : fitted.anchor_efficiency) {

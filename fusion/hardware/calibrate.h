@@ -6,7 +6,7 @@
 //   FMA peak              independent FMA chains on the ISA's vector unit (AVX-512 or AVX2),
 //                         on every core: the best of several chain counts, each small enough
 //                         for the ISA's register file (no spills) and large enough to cover
-//                         the FMA latency of two pipes
+//                         the FMA latency of two pipes, over three passes
 //   memory latency        a pointer chase through a random cyclic permutation of 64-byte
 //                         lines in a DRAM-sized buffer
 //

@@ -50,6 +50,13 @@ TEST_CASE("the fit recovers the shares and a_cache the samples were made with") 
   anchor("matmul", 1e8, 0, 1.1);
   anchor("matmul", 1e8, 0, 1 / 1.1);  // the median of two: their geometric mean, the share
   anchor("gemv", 4e6, 0, 1.0);
+  // A layer that outran the profile's peak (measured low): shown above 1, fitted as 1.
+  tools::AnchorSample fast;
+  fast.anchor_class = "conv_pointwise";
+  fast.anchor_flops = 1e9;
+  fast.measured_s = 1e9 / (P * 1.5);
+  CHECK(tools::layer_share(fast, P) == doctest::Approx(1.5));
+  samples.push_back(fast);
   // A group the memory model already covers says nothing about its share.
   tools::AnchorSample covered;
   covered.anchor_class = "conv_depthwise";
@@ -72,7 +79,8 @@ TEST_CASE("the fit recovers the shares and a_cache the samples were made with") 
     samples.push_back(s);
   }
   const fusion::HardwareProfile fitted = tools::fit_anchor_efficiency(p, samples);
-  CHECK(fitted.anchor_efficiency.size() == 4);
+  CHECK(fitted.anchor_efficiency.size() == 5);
+  CHECK(fitted.efficiency("conv_pointwise") == 1.0);
   CHECK(fitted.efficiency("conv_spatial") == doctest::Approx(0.6).epsilon(1e-9));
   CHECK(fitted.efficiency("linear") == doctest::Approx(0.8).epsilon(1e-9));
   CHECK(fitted.efficiency("gemv") == doctest::Approx(0.1).epsilon(1e-9));
