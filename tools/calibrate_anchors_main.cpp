@@ -54,9 +54,9 @@ int main(int argc, char** argv) {
     if (const char* t = std::getenv("HL_JIT_TARGET"); t && *t) {
       std::printf("(HL_JIT_TARGET=%s set aside: each ISA is timed with its own target)\n", t);
     }
-    for (const char* name : {"avx512", "avx2"}) {
-      const fusion::Isa isa = fusion::isa_named(name);
-      if (!fusion::host_runs(isa) || (!only.empty() && only != name)) continue;
+    for (const fusion::Isa& isa : fusion::host_fma_isas()) {
+      if (!only.empty() && only != isa.name) continue;
+      const char* name = isa.name.c_str();
       fusion::HardwareProfile base = fusion::host_profile(isa);
       const std::string path = fusion::host_profile_cache_path(isa);
       if (!base.anchor_efficiency.empty() && !force && !dry_run) {
@@ -80,17 +80,16 @@ int main(int argc, char** argv) {
       // The share each layer shows, as the fit takes it ("-": none, see layer_share).
       std::printf("  %-22s %-15s %11s %11s %7s\n", "layer", "class", "measured us", "roofline us",
                   "share");
+      double fastest = 0;  // the largest share shown: above 1, the peak was measured low
       for (const auto& s : samples) {
         const double share = tools::layer_share(s, base.peak_flops_f32);
+        fastest = std::max(fastest, share);
         std::printf(
             "  %-22s %-15s %11.1f %11.1f %7s\n", s.layer.c_str(),
             s.anchor_class.empty() ? "-" : s.anchor_class.c_str(), s.measured_s * 1e6,
             s.predicted_s * 1e6,
             share > 0 ? (std::to_string(int(std::lround(share * 100))) + "%").c_str() : "-");
       }
-      double fastest = 0;
-      for (const auto& s : samples)
-        fastest = std::max(fastest, tools::layer_share(s, base.peak_flops_f32));
       if (fastest > 1.05) {
         std::printf(
             "  warning: a layer ran at %.0f%% of the profile's FMA peak, so the peak was measured "

@@ -114,11 +114,17 @@ void store_host_profile(const Isa& isa, const HardwareProfile& p) {
                              ec.message());
 }
 
-Isa host_isa() {
+std::vector<Isa> host_fma_isas() {
+  std::vector<Isa> out;
   for (const char* name : {"avx512", "avx2"}) {
-    if (host_runs(isa_named(name))) return isa_named(name);
+    if (host_runs(isa_named(name))) out.push_back(isa_named(name));
   }
-  return isa_named("sse4");
+  return out;
+}
+
+Isa host_isa() {
+  const std::vector<Isa> fma = host_fma_isas();
+  return fma.empty() ? isa_named("sse4") : fma.front();
 }
 
 bool host_runs(const Isa& isa) {

@@ -19,6 +19,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "fusion/hardware/profile.h"
 
@@ -26,6 +27,9 @@ namespace opfuse::fusion {
 
 // The widest ISA this CPU runs.
 Isa host_isa();
+// The FMA ISAs this CPU runs, widest first (avx512, avx2; none on an older CPU): those whose
+// host profile is measured.
+std::vector<Isa> host_fma_isas();
 // Can this CPU run code for `isa`?
 bool host_runs(const Isa& isa);
 // "AMD EPYC family 25 model 1" (from /proc/cpuinfo): with the ISA and the core count, the key

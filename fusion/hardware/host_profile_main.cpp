@@ -9,11 +9,9 @@
 
 int main() {
   try {
-    for (const char* name : {"avx512", "avx2"}) {
-      const opfuse::fusion::Isa isa = opfuse::fusion::isa_named(name);
-      if (!opfuse::fusion::host_runs(isa)) continue;
+    for (const opfuse::fusion::Isa& isa : opfuse::fusion::host_fma_isas()) {
       const opfuse::fusion::HardwareProfile p = opfuse::fusion::host_profile(isa);
-      std::printf("host profile %s: FMA peak %.0f GFLOP/s, DRAM %.1f GB/s (%s)\n", name,
+      std::printf("host profile %s: FMA peak %.0f GFLOP/s, DRAM %.1f GB/s (%s)\n", isa.name.c_str(),
                   p.peak_flops_f32 / 1e9, p.main_memory().bandwidth_Bps / 1e9,
                   opfuse::fusion::host_profile_cache_path(isa).c_str());
     }
