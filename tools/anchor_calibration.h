@@ -10,16 +10,16 @@
 //
 // How: one graph of independent layers, each as a network has it (NHWC convolutions with
 // their bias and activation, transformer linears, attention's two matmuls, a classifier's
-// GEMV, and residual joins that only stream), 3x3 convs rewritten as a model's are
-// (Winograd), each layer's input written by a small group of its own first (as a network's
-// previous group would), planned for the host, JIT-compiled with each group's productions
-// timed. Per anchor class, eta = F / (P (T_measured - T_overhead - F_other / P)) of each of
-// its groups, their median in log space (groups whose measured time the memory model already
-// covers say nothing about eta and are left out); a_cache is the median excess of the residual
-// joins over their prediction (their inputs are graph inputs, a whole run old, as a network's
-// skip tensor is, so a_cache also takes what the cache level misses for them).
-// `bench/networks/calibrate.py` fits the same two from a breakdown of whole networks instead,
-// and `opfuse explore calibrate` a_cache and a_conflict from explored plans of one graph.
+// GEMV), 3x3 convs rewritten as a model's are (Winograd), each layer's input written by a
+// small group of its own first (as a network's previous group would), and a second graph of
+// residual joins that only stream, each planned for the host, JIT-compiled with each group's
+// productions timed. Per anchor class, eta = F / (P (T_measured - T_overhead - F_other / P)) of
+// each of its groups, their median in log space (groups whose measured time the memory model
+// already covers say nothing about eta and are left out); a_cache is the median excess of the
+// residual joins over their prediction, timed in a graph of their own (their inputs in the caches
+// they fit, as a network's are). `bench/networks/calibrate.py` fits the same two from a breakdown
+// of whole networks instead, and `opfuse explore calibrate` a_cache and a_conflict from explored
+// plans of one graph.
 #pragma once
 
 #include <string>
@@ -43,10 +43,12 @@ struct AnchorSample {
 
 // The calibration layers, batch 1: ResNet-50's, MobileNetV2's and EfficientNet-B0's convs
 // (NHWC, the layout the channels-last pass gives them), BERT-base's linears and attention at
-// 128 tokens, the classifier GEMVs, and residual joins (memory-bound, for a_cache).
+// 128 tokens, and the classifier GEMVs.
 graph::Graph calibration_graph();
+// ResNet's residual joins (memory-bound, for a_cache), in a graph of their own.
+graph::Graph join_calibration_graph();
 
-// Plans the calibration graph with `profile`, compiles it with Halide's JIT for the
+// Plans the two calibration graphs with `profile`, compiles them with Halide's JIT for the
 // environment's target (HL_JIT_TARGET), and times each group over `seconds` of runs (medians).
 std::vector<AnchorSample> time_calibration_graph(const fusion::HardwareProfile& profile,
                                                  double seconds = 1.0);

@@ -22,7 +22,17 @@ TEST_CASE("the calibration layers cover every anchor class, as a model's rewrite
     CAPTURE(want);
     CHECK(classes.count(want));
   }
-  CHECK(classes.count(""));  // the memory-bound groups a_cache is fitted on
+  // The memory-bound groups a_cache is fitted on, in a graph of their own: none of the
+  // layers' groups reads a graph input that was not written just before.
+  const graph::Graph joins = tools::join_calibration_graph();
+  const graph::IndexedGraph jg(joins);
+  int adds = 0;
+  for (size_t i = 0; i < joins.nodes().size(); ++i) {
+    CHECK(fusion::anchor_class(jg, i).empty());
+    adds += joins.nodes()[i].op == "add";
+  }
+  CHECK(adds == 3);
+  for (const auto& n : g.nodes()) CHECK(n.op != "add");
 }
 
 TEST_CASE("the fit recovers the shares and a_cache the samples were made with") {
