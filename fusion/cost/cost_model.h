@@ -46,8 +46,8 @@ OpStats op_stats(const graph::IndexedGraph& ig, size_t node);
 // (HardwareProfile::anchor_efficiency): "conv_depthwise" (one channel a group),
 // "conv_pointwise" (1x1, a GEMM over pixels), "conv_spatial" (any other window: 3x3, 7x7,
 // strided, a patch embedding), "conv_winograd" (a 3x3 conv as F(2x2, 3x3): its FLOPs are the
-// transformed ones), "gemv" (a linear of one row), "linear" (a weight known at
-// compile time: linear, or matmul by a param), "matmul" (two activations: attention). ""
+// transformed ones), "gemv" (a linear of one row, a 1x1 conv of one pixel), "linear" (a weight
+// known at compile time: linear, or matmul by a param), "matmul" (two activations: attention). ""
 // for an op that is no anchor.
 std::string anchor_class(const graph::IndexedGraph& ig, size_t node);
 
@@ -55,7 +55,7 @@ enum class Bound { memory, compute };
 const char* to_string(Bound b);
 
 struct GroupEstimate {
-  double flops = 0;               // including stencil recompute
+  double flops = 0;  // including stencil recompute
   // The members' FLOPs by anchor_class ("" for the rest), without stencil recompute: what
   // a calibration fits the classes' efficiencies on.
   std::map<std::string, double> flops_by_class;

@@ -1,6 +1,5 @@
 // Hardware profiles and the cost model, checked against the text's exercises with exact figures.
 #include <doctest/doctest.h>
-
 #include <unistd.h>
 
 #include <cmath>
@@ -209,10 +208,12 @@ TEST_CASE("anchor classes: each anchor's calibrated share of the peak scales its
   b.output(b.linear(b.input("v", {1, 64}), b.param("wv", {64, 256})));  // 4: one row
   b.output(b.matmul(a, b.input("bt", {64, 128})));                      // 5: two activations
   b.output(b.relu(x));                                                  // 6
+  // 7: a 1x1 conv of one pixel (a squeeze-and-excite FC) is a GEMV, not a pointwise conv.
+  b.output(b.conv2d(b.input("se", {1, 32, 1, 1}, Layout::NCHW), b.param("we", {64, 32, 1, 1})));
   const Graph g = b.build();
   const IndexedGraph ig(g);
   const std::vector<std::string> want{
-      "conv_spatial", "conv_pointwise", "conv_depthwise", "linear", "gemv", "matmul", ""};
+      "conv_spatial", "conv_pointwise", "conv_depthwise", "linear", "gemv", "matmul", "", "gemv"};
   for (size_t i = 0; i < want.size(); ++i) {
     CAPTURE(i);
     CHECK(anchor_class(ig, g.topo_order()[i]) == want[i]);
@@ -293,8 +294,8 @@ TEST_CASE("calibrate (quick) measures a usable profile") {
 
 TEST_CASE("the host profile: the CPU's ISA, measured once, cached, read back") {
   namespace fs = std::filesystem;
-  const fs::path dir = fs::temp_directory_path() / ("opfuse_test_profiles_" +
-                                                     std::to_string(::getpid()));
+  const fs::path dir =
+      fs::temp_directory_path() / ("opfuse_test_profiles_" + std::to_string(::getpid()));
   fs::remove_all(dir);
   ::setenv("OPFUSE_PROFILE_CACHE", dir.c_str(), 1);
   const Isa isa = host_isa();
