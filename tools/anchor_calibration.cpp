@@ -153,11 +153,12 @@ graph::Graph join_calibration_graph() {
   // a_cache: residual joins (add, ReLU) at ResNet's first three stages, groups that only
   // stream. Pools, LayerNorm and softmax are left out: their time goes to strided loads,
   // reductions and exp, not to the traffic a_cache corrects. A graph of their own: their
-  // inputs then come from the caches they fit, as a network's do, its conv output just
-  // written and its skip tensor a few layers old. Timed after the layers, a whole run of
-  // their weights old, the same joins read DRAM: 56x56x256 299 us against 72 us on their own
-  // (2 Zen 4 cores, 32 MB L3), and a_cache came out 4 (now 0.15-0.31), over-predicting
-  // EfficientNet-B0's memory-bound groups (median measured / predicted 0.59, down to 0.04).
+  // inputs are then one run of the joins old (17 MB), in the last-level cache where it holds
+  // that much, as a network's activations between groups are. Timed after the layers, a run
+  // of the layers' weights (100+ MB) old, the same joins read DRAM: 56x56x256 299 us against
+  // 72 us on their own (2 Zen 4 cores, 32 MB L3), and a_cache came out 4 (now 0.15-0.31),
+  // over-predicting EfficientNet-B0's memory-bound groups (median measured / predicted 0.59,
+  // down to 0.04). Where the last-level cache is smaller, they read DRAM again.
   for (const auto& [hw, c] : {std::pair<int64_t, int64_t>{56, 256}, {28, 512}, {14, 1024}}) {
     const std::string name = "residual" + std::to_string(hw) + "_" + std::to_string(c);
     const T a = g.input(name, {1, hw, hw, c}, graph::Layout::NHWC);

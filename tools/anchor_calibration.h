@@ -16,10 +16,10 @@
 // productions timed. Per anchor class, eta = F / (P (T_measured - T_overhead - F_other / P)) of
 // each of its groups, their median in log space (groups whose measured time the memory model
 // already covers say nothing about eta and are left out); a_cache is the median excess of the
-// residual joins over their prediction, timed in a graph of their own (their inputs in the caches
-// they fit, as a network's are). `bench/networks/calibrate.py` fits the same two from a breakdown
-// of whole networks instead, and `opfuse explore calibrate` a_cache and a_conflict from explored
-// plans of one graph.
+// residual joins over their prediction, timed in a graph of their own (their inputs one run of
+// the joins old, in the last-level cache where it holds them, as a network's activations are).
+// `bench/networks/calibrate.py` fits the same two from a breakdown of whole networks instead, and
+// `opfuse explore calibrate` a_cache and a_conflict from explored plans of one graph.
 #pragma once
 
 #include <string>

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <filesystem>
 #include <stdexcept>
 #include <string>
 
@@ -39,12 +40,19 @@ int main(int argc, char** argv) {
   app.add_flag("--dry-run", dry_run, "print the measurement, leave the cache alone");
   app.add_option("--isa", only, "only this ISA")->check(CLI::IsMember({"avx512", "avx2"}));
   app.add_option("--write-graph", graph_out,
-                 "write the calibration layers as a graph file (then `opfuse run` it) and stop");
+                 "write the calibration layers as a graph file, and the residual joins beside it "
+                 "(F with _joins before its extension; then `opfuse run` them), and stop");
   CLI11_PARSE(app, argc, argv);
   try {
     if (!graph_out.empty()) {
-      graph::save_graph_json(tools::calibration_graph(), graph_out);
-      std::printf("wrote the calibration layers to %s\n", graph_out.c_str());
+      // The joins beside it: F's name with "_joins" before its extension.
+      const std::filesystem::path layers(graph_out);
+      const std::filesystem::path joins =
+          layers.parent_path() / (layers.stem().string() + "_joins" + layers.extension().string());
+      graph::save_graph_json(tools::calibration_graph(), layers.string());
+      graph::save_graph_json(tools::join_calibration_graph(), joins.string());
+      std::printf("wrote the calibration layers to %s and the residual joins to %s\n",
+                  layers.c_str(), joins.c_str());
       return 0;
     }
     if (!only.empty() && !fusion::host_runs(fusion::isa_named(only))) {

@@ -136,7 +136,8 @@ std::string anchor_class(const IndexedGraph& ig, size_t i) {
     const int64_t channels = x.shape[w.layout == graph::Layout::NHWC ? 3 : 1];
     if (w.groups > 1 && w.groups == channels) return "conv_depthwise";
     if (w.kernel[0] == 1 && w.kernel[1] == 1) {
-      // Of one pixel (squeeze-and-excite's FCs on the pooled [1, 1, 1, C]) it is a GEMV: each
+      // Of one pixel, N H W = 1 as a GEMV's one row (squeeze-and-excite's FCs on the pooled
+      // [1, 1, 1, C] at batch 1; at batch 2 a GEMM of 2 rows, left pointwise): each
       // weight serves one multiply-add, a block's accumulators one row, the reduction a chain
       // of dependent FMAs. As a pointwise conv at 76% of the peak, EfficientNet-B0's were
       // predicted 2.3-3.8x under their measured 11-24 us (2 Zen 4 cores, AVX-512).

@@ -22,8 +22,9 @@ TEST_CASE("the calibration layers cover every anchor class, as a model's rewrite
     CAPTURE(want);
     CHECK(classes.count(want));
   }
-  // The memory-bound groups a_cache is fitted on, in a graph of their own: none of the
-  // layers' groups reads a graph input that was not written just before.
+  // The memory-bound groups a_cache is fitted on, in a graph of their own (after the layers,
+  // their inputs were a run of the layers' weights old): three joins, no anchor, and no join
+  // left in the layers' graph.
   const graph::Graph joins = tools::join_calibration_graph();
   const graph::IndexedGraph jg(joins);
   int adds = 0;
