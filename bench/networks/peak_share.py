@@ -5,7 +5,8 @@ each group's time in the network (`opfuse run --breakdown-json`, ROUNDS runs, me
 the FMA peak the host profile measured (`opfuse calibrate --host`). A group's attained rate is
 its FLOPs over its time; its share is that rate over the peak. Per anchor class
 (`conv_spatial`: 3x3, 7x7, strided; `conv_pointwise`: 1x1 of more than one pixel;
-`conv_depthwise`; `linear`, `gemv`, `matmul`), the groups at >= --goal of the peak, and the class's FLOPs over its time.
+`conv_depthwise`; `linear`, `gemv`, `matmul`), the groups at >= --goal of the peak, and the
+class's FLOPs over its time.
 A group counts under the class of most of its FLOPs; groups without an anchor are left out.
 
 Usage: python peak_share.py --opfuse build/tools/opfuse [--rounds 3] [--goal 0.6] [--out F]

@@ -55,7 +55,7 @@ enum class Bound { memory, compute };
 const char* to_string(Bound b);
 
 struct GroupEstimate {
-  double flops = 0;  // including stencil recompute
+  double flops = 0;               // including stencil recompute
   // The members' FLOPs by anchor_class ("" for the rest), without stencil recompute: what
   // a calibration fits the classes' efficiencies on.
   std::map<std::string, double> flops_by_class;

@@ -1,5 +1,6 @@
 // Hardware profiles and the cost model, checked against the text's exercises with exact figures.
 #include <doctest/doctest.h>
+
 #include <unistd.h>
 
 #include <cmath>
@@ -294,8 +295,8 @@ TEST_CASE("calibrate (quick) measures a usable profile") {
 
 TEST_CASE("the host profile: the CPU's ISA, measured once, cached, read back") {
   namespace fs = std::filesystem;
-  const fs::path dir =
-      fs::temp_directory_path() / ("opfuse_test_profiles_" + std::to_string(::getpid()));
+  const fs::path dir = fs::temp_directory_path() / ("opfuse_test_profiles_" +
+                                                     std::to_string(::getpid()));
   fs::remove_all(dir);
   ::setenv("OPFUSE_PROFILE_CACHE", dir.c_str(), 1);
   const Isa isa = host_isa();

@@ -170,8 +170,7 @@ std::map<std::string, Launch> gpu_launches(const std::string& path) {
     const size_t name = line.find("_kernel_", call), end = line.find('"', name);
     std::istringstream args(line.substr(end + 2));
     std::vector<int64_t> v;
-    for (std::string tok; v.size() < 6 && std::getline(args, tok, ',');)
-      v.push_back(std::stoll(tok));
+    for (std::string tok; v.size() < 6 && std::getline(args, tok, ',');) v.push_back(std::stoll(tok));
     out[line.substr(name + 8, end - name - 8)] = {v[0] * v[1] * v[2], v[3] * v[4] * v[5]};
   }
   return out;
@@ -225,7 +224,8 @@ TEST_CASE("each zoo model's host loop nest follows its plan") {
         // The record's tile count is the loop nest's: the parallel loop of the root's tiles
         // ("_par_for_<root>[_out|_global_wrapper...]_s0_..."), and an anchor's accumulator
         // is a block of lanes x vectors x rows.
-        if (n.contains("tiling") && !n.contains("compute_with") && n["tiling"]["kind"] != "gpu") {
+        if (n.contains("tiling") && !n.contains("compute_with") &&
+            n["tiling"]["kind"] != "gpu") {
           const std::string node = n["node"];
           int found = 0;
           for (const auto& [body, count] : tiles) {
@@ -398,8 +398,8 @@ TEST_CASE("each zoo model's host loop nest follows its plan") {
     }
     ++checked;
   }
-  CHECK(checked == 3 * 22);       // host, x86-avx2 and x86-avx512 builds of fused and unfused
-  CHECK(partial_tiles >= 3 * 7);  // the zoo's conv, matmul and softmax members
+  CHECK(checked == 3 * 22);        // host, x86-avx2 and x86-avx512 builds of fused and unfused
+  CHECK(partial_tiles >= 3 * 7);   // the zoo's conv, matmul and softmax members
   // Anchors with an elementwise epilogue (fused: cbr_pool's is a pool), in their root's loops.
   CHECK(root_loop_anchors >= 3 * 6);
   CHECK(horizontal >= 3 * 2);      // attention's QKV, mixed's two pools
@@ -431,9 +431,9 @@ TEST_CASE("each zoo model's OpenCL and CUDA kernels launch as their records say"
             ++found;
             CHECK_MESSAGE(l.threads == n["tiling"]["gpu_threads"].get<int64_t>(),
                           node << ": " << l.threads << " threads per block");
-            CHECK_MESSAGE(
-                l.blocks == n["tiling"]["tiles"].get<int64_t>(),
-                node << ": " << l.blocks << " blocks, the record says " << n["tiling"]["tiles"]);
+            CHECK_MESSAGE(l.blocks == n["tiling"]["tiles"].get<int64_t>(),
+                          node << ": " << l.blocks << " blocks, the record says "
+                               << n["tiling"]["tiles"]);
           }
           CHECK_MESSAGE(found == 1, node << ": " << found << " kernels for one root");
           roots += found;
@@ -462,6 +462,6 @@ TEST_CASE("each zoo model's OpenCL and CUDA kernels launch as their records say"
 #else
   CHECK(files == 2 * 11);
 #endif
-  CHECK(roots >= files);                 // at least one root per model and strategy
+  CHECK(roots >= files);            // at least one root per model and strategy
   CHECK(row_kernels >= 4 * files / 11);  // softmax, layer norm, attention and perception
 }
