@@ -411,6 +411,7 @@ class Importer {
       return;
     }
     if (fold_ints(on, name, ins)) return;  // shape arithmetic on constants
+    if (op == "Pad") return pad(on, name, ins);
 
     Node n;
     n.name = name;
@@ -593,13 +594,14 @@ class Importer {
       refuse(on, name,
              "op '" + op +
                  "' is not supported (supported: Conv, BatchNormalization, Relu, Sigmoid, Tanh, "
-                 "Gelu, HardSigmoid, HardSwish, Erf, Exp, Sqrt, Reciprocal, Neg, Pow, Clip, Add, Mul, Sub, Div, MaxPool, "
+                 "Gelu, HardSigmoid, HardSwish, Erf, Exp, Sqrt, Reciprocal, Neg, Pow, Clip, Add, "
+                 "Mul, Sub, Div, MaxPool, "
                  "AveragePool, GlobalAveragePool, Gemm, MatMul, Softmax, LayerNormalization, "
                  "ReduceMean, ReduceSum, ReduceMax, Transpose, Reshape, Flatten, Squeeze, "
                  "Unsqueeze, Concat, Slice, Split, Gather, Expand, Where, And, Constant, Identity, "
-                 "Dropout, Cast, Shape; GatherND with constant indices; ConstantOfShape, Range, "
-                 "GatherElements, Equal, Less(OrEqual), Greater(OrEqual), Or where their inputs "
-                 "are constant)");
+                 "Dropout, Cast, Shape, Pad (constant mode); GatherND with constant indices; "
+                 "ConstantOfShape, Range, GatherElements, ScatterND, Equal, Less(OrEqual), "
+                 "Greater(OrEqual), Or, Not where their inputs are constant)");
     }
     add(std::move(n));  // later nodes (Flatten, Squeeze) need the shape
   }
@@ -758,6 +760,123 @@ class Importer {
       a[keys[k - 1]] = ints_input(on, name, ins[k], keys[k - 1]);
     }
     return a;
+  }
+
+  // Pad, constant mode. Zero pads (Swin's windows at 224 x 224) leave the input as it is;
+  // along each padded axis a negative pad is a slice and a positive one a concat with a block
+  // of the value: a one-element param expanded to the block's shape, so that no weight
+  // depends on a dynamic batch.
+  void pad(const onnx::NodeProto& on, const std::string& name,
+           const std::vector<std::string>& ins) {
+    if (const auto* m = attr(on, "mode"); m && m->s() != "constant") {
+      refuse(on, name, "mode '" + m->s() + "' is not supported (constant only)");
+    }
+    const std::string& x = ins.at(0);
+    if (int_constants_.count(x)) refuse(on, name, "pads an integer constant: not supported");
+    Shape shape = shape_of(x);
+    const size_t rank = shape.size();
+    std::vector<int64_t> pads;
+    double value = 0;
+    if (opset_ < 11) {
+      pads = ints_attr(on, "pads");
+      value = float_attr(on, "value", 0.0);
+    } else {
+      if (ins.size() < 2 || ins[1].empty()) refuse(on, name, "needs pads");
+      pads = ints_input(on, name, ins[1], "pads");
+      if (ins.size() > 2 && !ins[2].empty()) {
+        const auto v = scalar_constant(ins[2]);
+        if (!v) refuse(on, name, "the constant_value must be a constant scalar");
+        value = *v;
+      }
+    }
+    std::vector<int> axes;
+    if (ins.size() > 3 && !ins[3].empty()) {
+      for (int64_t a : ints_input(on, name, ins[3], "axes")) {
+        axes.push_back(normalize_axis(probe_node(name), a, rank));
+      }
+    } else {
+      for (size_t d = 0; d < rank; ++d) axes.push_back(int(d));
+    }
+    if (pads.size() != 2 * axes.size()) {
+      refuse(on, name,
+             std::to_string(pads.size()) + " pads for " + std::to_string(axes.size()) +
+                 " axes: 2 per axis are needed");
+    }
+    // The steps (a slice, a concat) in order; the last one writes the node's output.
+    struct Step {
+      int axis;
+      int64_t before, after;
+    };
+    std::vector<Step> steps;
+    for (size_t i = 0; i < axes.size(); ++i) {
+      const int64_t b = pads[i], e = pads[i + axes.size()];
+      if (b == 0 && e == 0) continue;
+      if (std::max<int64_t>(-b, 0) + std::max<int64_t>(-e, 0) >= shape[size_t(axes[i])]) {
+        refuse(on, name,
+               "pads " + std::to_string(b) + ", " + std::to_string(e) + " crop axis " +
+                   std::to_string(axes[i]) + " of extent " +
+                   std::to_string(shape[size_t(axes[i])]) + " to nothing");
+      }
+      steps.push_back({axes[i], b, e});
+    }
+    if (steps.empty()) {
+      alias_[on.output(0)] = x;
+      return;
+    }
+    std::string cur = x;
+    for (size_t i = 0; i < steps.size(); ++i) {
+      const Step& st = steps[i];
+      const std::string axis = std::to_string(st.axis);
+      const bool grows = st.before > 0 || st.after > 0;
+      if (st.before < 0 || st.after < 0) {
+        Node c;
+        c.name = name + "_crop_axis" + axis;
+        c.op = "slice";
+        c.inputs = {cur};
+        c.outputs = {i + 1 == steps.size() && !grows ? on.output(0) : c.name};
+        c.attrs["starts"] = std::vector<int64_t>{std::max<int64_t>(-st.before, 0)};
+        c.attrs["ends"] =
+            std::vector<int64_t>{shape[size_t(st.axis)] - std::max<int64_t>(-st.after, 0)};
+        c.attrs["axes"] = std::vector<int64_t>{st.axis};
+        shape[size_t(st.axis)] -=
+            std::max<int64_t>(-st.before, 0) + std::max<int64_t>(-st.after, 0);
+        cur = c.outputs[0];
+        add(std::move(c));
+      }
+      if (!grows) continue;
+      const std::string fill = name + "_value";
+      if (!g_.has_tensor(fill)) {
+        Tensor p;
+        p.name = fill;
+        p.kind = TensorKind::param;
+        p.shape = Shape(rank, 1);
+        p.data = {float(value)};
+        g_.add_tensor(std::move(p));
+      }
+      Node cat;
+      cat.name = name + "_axis" + axis;
+      cat.op = "concat";
+      cat.attrs["axis"] = int64_t{st.axis};
+      for (const char* side : {"before", "after"}) {
+        const int64_t len = std::string(side) == "before" ? st.before : st.after;
+        if (std::string(side) == "after") cat.inputs.push_back(cur);
+        if (len <= 0) continue;
+        Node e;
+        e.name = name + "_" + side + "_axis" + axis;
+        e.op = "expand";
+        e.inputs = {fill};
+        e.outputs = {e.name};
+        Shape block = shape;
+        block[size_t(st.axis)] = len;
+        e.attrs["shape"] = block;
+        cat.inputs.push_back(e.outputs[0]);
+        add(std::move(e));
+      }
+      cat.outputs = {i + 1 == steps.size() ? on.output(0) : cat.name};
+      shape[size_t(st.axis)] += std::max<int64_t>(st.before, 0) + std::max<int64_t>(st.after, 0);
+      cur = cat.outputs[0];
+      add(std::move(cat));
+    }
   }
 
   // Split: one slice node per output along `axis`, of the sizes given (input `split` from
@@ -936,6 +1055,36 @@ class Importer {
       }
       return set(v, to);
     }
+    // Masks built from constants in float (Swin's shifted-window attention mask: zeros, a
+    // ScatterND per window region, a difference, compared with 0 and negated) fold here too;
+    // a comparison gives 0/1 as an int constant, as on integers.
+    static const std::set<std::string> compare = {"Equal", "Less", "LessOrEqual", "Greater",
+                                                  "GreaterOrEqual"};
+    if (compare.count(op) && ins.size() == 2 && !(is_int(ins[0]) && is_int(ins[1]))) {
+      const auto x = constant_values(ins[0]), y = constant_values(ins[1]);
+      if (!x || !y) return false;
+      const Shape to = broadcast_shapes(probe_node(name), x->second, y->second);
+      const std::vector<int64_t> ix = broadcast_source(x->second, to),
+                                 iy = broadcast_source(y->second, to);
+      std::vector<int64_t> v(ix.size());
+      for (size_t i = 0; i < v.size(); ++i) {
+        const double l = x->first[size_t(ix[i])], r = y->first[size_t(iy[i])];
+        v[i] = op == "Equal"         ? l == r
+               : op == "Less"        ? l < r
+               : op == "LessOrEqual" ? l <= r
+               : op == "Greater"     ? l > r
+                                     : l >= r;
+      }
+      return set(v, to);
+    }
+    if (op == "Not" && !ins.empty()) {
+      const auto x = constant_values(ins[0]);
+      if (!x) return false;
+      std::vector<int64_t> v;
+      for (double e : x->first) v.push_back(e == 0);
+      return set(v, x->second);
+    }
+    if (op == "ScatterND") return scatter_nd(on, name, ins);
     if (ins.empty() || !is_int(ins[0])) return false;
     const std::vector<int64_t>& a = int_constants_.at(ins[0]);
     const Shape as = int_shapes_.at(ins[0]);
@@ -1061,6 +1210,82 @@ class Importer {
       return set(v, to);
     }
     return false;
+  }
+
+  // A constant's values and shape: an int constant, or a float param (an initializer or a
+  // folded node).
+  std::optional<std::pair<std::vector<double>, Shape>> constant_values(const std::string& t) const {
+    if (auto it = int_constants_.find(t); it != int_constants_.end()) {
+      return std::make_pair(std::vector<double>(it->second.begin(), it->second.end()),
+                            int_shapes_.at(t));
+    }
+    if (!is_param(t)) return std::nullopt;
+    const Tensor& p = g_.tensor(t);
+    const HostTensor v = param_values(p);
+    return std::make_pair(std::vector<double>(v.data.begin(), v.data.end()), p.shape);
+  }
+
+  // ScatterND (reduction none) on constants: data with the update slices written at the index
+  // tuples, in order. A float result is a param, an integer one an int constant.
+  bool scatter_nd(const onnx::NodeProto& on, const std::string& name,
+                  const std::vector<std::string>& ins) {
+    if (const auto* r = attr(on, "reduction"); r && r->s() != "none") {
+      refuse(on, name, "reduction '" + r->s() + "' is not supported (none only)");
+    }
+    const auto data = ins.size() == 3 ? constant_values(ins[0]) : std::nullopt;
+    const auto updates = ins.size() == 3 ? constant_values(ins[2]) : std::nullopt;
+    if (!data || !updates || !int_constants_.count(ins.at(1))) {
+      refuse(on, name,
+             "is supported where data, indices and updates are constants (a mask "
+             "built at export time); here one is computed at run time");
+    }
+    const std::vector<int64_t>& idx = int_constants_.at(ins[1]);
+    const Shape is = int_shapes_.at(ins[1]), ds = data->second;
+    const int64_t k = is.empty() ? 0 : is.back();
+    if (k < 1 || k > int64_t(ds.size())) {
+      refuse(on, name,
+             "indices of shape " + shape_to_string(is) + " for data of shape " +
+                 shape_to_string(ds) + ": a last axis of 1.." + std::to_string(ds.size()) +
+                 " is needed");
+    }
+    int64_t slice = 1;
+    for (size_t d = size_t(k); d < ds.size(); ++d) slice *= ds[d];
+    const int64_t tuples = int64_t(idx.size()) / k;
+    if (int64_t(updates->first.size()) != tuples * slice) {
+      refuse(on, name,
+             "updates of shape " + shape_to_string(updates->second) + " for " +
+                 std::to_string(tuples) + " index tuples of " + std::to_string(slice) +
+                 " elements each");
+    }
+    std::vector<double> out = data->first;
+    for (int64_t t = 0; t < tuples; ++t) {
+      int64_t offset = 0;
+      for (int64_t j = 0; j < k; ++j) {
+        int64_t v = idx[size_t(t * k + j)];
+        const int64_t d = ds[size_t(j)];
+        if (v < 0) v += d;
+        if (v < 0 || v >= d) {
+          refuse(on, name,
+                 "index " + std::to_string(idx[size_t(t * k + j)]) + " is outside axis " +
+                     std::to_string(j) + " of extent " + std::to_string(d));
+        }
+        offset = offset * d + v;
+      }
+      std::copy_n(updates->first.begin() + t * slice, slice, out.begin() + offset * slice);
+    }
+    const std::string& o = on.output(0);
+    if (int_constants_.count(ins[0])) {
+      int_constants_[o] = std::vector<int64_t>(out.begin(), out.end());
+      int_shapes_[o] = ds;
+      return true;
+    }
+    Tensor p;
+    p.name = o;
+    p.kind = TensorKind::param;
+    p.shape = ds;
+    p.data.assign(out.begin(), out.end());
+    g_.add_tensor(std::move(p));
+    return true;
   }
 
   static Node probe_node(const std::string& name) {  // names a node in shape errors

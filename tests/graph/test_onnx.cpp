@@ -629,3 +629,99 @@ TEST_CASE("ONNX HardSigmoid and HardSwish (MobileNetV3) against their definition
     CHECK(out.at("a").data[i] == doctest::Approx(x * gate).epsilon(1e-6));
   }
 }
+
+TEST_CASE("ONNX Pad, constant mode: zero pads pass through, others pad and crop as defined") {
+  // y = Pad(x, begins [0, 1, -1], ends [0, 2, 1], 0.5): axis 1 grows by 1 + 2, axis 2 loses
+  // its first column and gains one at the end. z = Relu(Pad(x, all zero)) is Relu(x).
+  OnnxModel om(20);
+  om.input("x", {2, 3, 4});
+  om.init_ints("pads", {0, 1, -1, 0, 2, 1});
+  om.scalar("half", 0.5f);
+  om.node("Pad", "pad", {"x", "pads", "half"}, "y");
+  om.init_ints("none", {0, 0, 0, 0, 0, 0});
+  om.node("Pad", "nothing", {"x", "none"}, "p");
+  om.node("Relu", "relu", {"p"}, "z");
+  om.output("y");
+  om.output("z");
+  const Graph g = import_onnx_bytes(om.bytes(), "pad.onnx");
+  CHECK(g.tensor("y").shape == Shape{2, 6, 4});
+  const TensorMap in = random_inputs(g, 7);
+  const TensorMap out = opfuse::reference::run(g, in);
+  const HostTensor& x = in.at("x");
+  for (int64_t n = 0; n < 2; ++n) {
+    for (int64_t c = 0; c < 6; ++c) {
+      for (int64_t w = 0; w < 4; ++w) {
+        const int64_t xc = c - 1, xw = w + 1;  // the source element, if inside x
+        const float want =
+            xc >= 0 && xc < 3 && xw < 4 ? x.data[size_t((n * 3 + xc) * 4 + xw)] : 0.5f;
+        CHECK(out.at("y").data[size_t((n * 6 + c) * 4 + w)] == want);
+      }
+    }
+  }
+  for (size_t i = 0; i < x.data.size(); ++i)
+    CHECK(out.at("z").data[i] == std::max(0.0f, x.data[i]));
+
+  OnnxModel reflect(20);
+  reflect.input("x", {1, 4});
+  reflect.init_ints("pads", {0, 1, 0, 1});
+  auto* r = reflect.node("Pad", "mirror", {"x", "pads"}, "y");
+  auto* mode = r->add_attribute();
+  mode->set_name("mode");
+  mode->set_type(onnx::AttributeProto::STRING);
+  mode->set_s("reflect");
+  reflect.output("y");
+  opfuse::testing::check_graph_error([&] { import_onnx_bytes(reflect.bytes(), "reflect.onnx"); },
+                                     {"node 'mirror'", "mode 'reflect'", "constant only"});
+  OnnxModel empty(20);
+  empty.input("x", {1, 4});
+  empty.init_ints("pads", {0, -2, 0, -2});
+  empty.node("Pad", "crop", {"x", "pads"}, "y");
+  empty.output("y");
+  opfuse::testing::check_graph_error([&] { import_onnx_bytes(empty.bytes(), "crop.onnx"); },
+                                     {"node 'crop'", "crop axis 1 of extent 4 to nothing"});
+}
+
+TEST_CASE("ONNX masks from float constants fold at import: ScatterND, Equal, Not (Swin's)") {
+  // Swin's shifted-window mask, small: region ids written into zeros by ScatterND, their
+  // pairwise differences, != 0 as Not(Equal(d, 0)), and -100 where they differ.
+  OnnxModel om(20);
+  om.input("x", {4, 4});
+  om.init_ints("shape", {4});
+  om.node("ConstantOfShape", "zeros", {"shape"}, "z");  // float 0 by default
+  om.init_ints("at", {1, 3}, {2, 1});
+  om.init("ids", {2}, {1.0f, 2.0f});
+  om.node("ScatterND", "regions", {"z", "at", "ids"}, "r");  // [0, 1, 0, 2]
+  om.init_ints("row", {0});
+  om.init_ints("col", {1});
+  om.node("Unsqueeze", "as_row", {"r", "row"}, "r_row");
+  om.node("Unsqueeze", "as_col", {"r", "col"}, "r_col");
+  om.node("Sub", "diff", {"r_row", "r_col"}, "d");
+  om.scalar("zero", 0.0f);
+  om.node("Equal", "same", {"d", "zero"}, "eq");
+  om.node("Not", "differ", {"eq"}, "ne");
+  om.scalar("minus100", -100.0f);
+  om.node("Where", "mask", {"ne", "minus100", "zero"}, "m");
+  om.node("Add", "masked", {"x", "m"}, "y");
+  om.output("y");
+  const Graph g = import_onnx_bytes(om.bytes(), "swin_mask.onnx");
+  CHECK(g.nodes().size() == 1);  // only the add: the mask is a constant
+  const TensorMap in = random_inputs(g, 3);
+  const TensorMap out = opfuse::reference::run(g, in);
+  const float region[4] = {0, 1, 0, 2};
+  for (size_t i = 0; i < 4; ++i) {
+    for (size_t j = 0; j < 4; ++j) {
+      const float m = region[j] != region[i] ? -100.0f : 0.0f;
+      CHECK(out.at("y").data[i * 4 + j] == in.at("x").data[i * 4 + j] + m);
+    }
+  }
+
+  // Data computed at run time cannot be scattered into at import.
+  OnnxModel runtime(20);
+  runtime.input("x", {4});
+  runtime.init_ints("at", {1}, {1, 1});
+  runtime.init("v", {1}, {5.0f});
+  runtime.node("ScatterND", "write", {"x", "at", "v"}, "y");
+  runtime.output("y");
+  opfuse::testing::check_graph_error([&] { import_onnx_bytes(runtime.bytes(), "scatter.onnx"); },
+                                     {"node 'write'", "ScatterND", "constants"});
+}
