@@ -200,7 +200,7 @@ void Graph::infer_node(size_t index) {
                   ": gather indices are i64 or i32");
     }
     if (is_integer(ins[i]->dtype) && !indices && n.op != "cast" &&
-        schema.kind != FusionKind::injective) {
+        schema.kind != FusionKind::injective && !has_trait(n.op, OpTrait::moves_layout)) {
       fail(n, "reads the " + std::string(to_string(ins[i]->dtype)) + " tensor '" + ins[i]->name +
                   "': integer tensors only index (gather), move (reshape, transpose, expand, "
                   "slice, concat, gather) or convert (cast)");
@@ -210,7 +210,9 @@ void Graph::infer_node(size_t index) {
   for (size_t i = 0; i < n.outputs.size(); ++i) {
     Tensor& out = tensors_.at(n.outputs[i]);
     out.shape = shapes[i];
-    out.dtype = n.op == "cast" ? DType::f32 : ins[0]->dtype;
+    out.dtype = n.op != "cast"                           ? ins[0]->dtype
+                : attr_string(n, "to", "float") == "i64" ? DType::i64
+                                                         : DType::f32;
     const bool keeps_layout = shapes[i].size() == 4 && n.op != "transpose" && n.op != "reshape";
     out.layout = keeps_layout ? ins[0]->layout : Layout::none;
     for (int64_t d : out.shape) {

@@ -57,12 +57,40 @@ class Importer {
       g_.add_node(copy);
       g_.mark_output(out.name());
     }
+    prune();
     try {
       g_.validate();
     } catch (const GraphError& e) {
       throw GraphError(source_ + ": " + e.what());
     }
     return g_;
+  }
+
+  // Drops the nodes (and the params) that no output depends on: constant subgraphs evaluated
+  // into a fold (Swin's mask through an expand, TorchScript's export), a node the model
+  // computes and never reads. The graph's inputs stay, read or not.
+  void prune() {
+    std::set<std::string> live(g_.outputs().begin(), g_.outputs().end());
+    std::vector<bool> keep(g_.nodes().size(), false);
+    for (size_t i = g_.nodes().size(); i-- > 0;) {  // nodes are added in topological order
+      const Node& n = g_.nodes()[i];
+      if (!live.count(n.outputs[0])) continue;
+      keep[i] = true;
+      live.insert(n.inputs.begin(), n.inputs.end());
+    }
+    if (std::all_of(keep.begin(), keep.end(), [](bool k) { return k; })) return;
+    Graph out;
+    out.name = g_.name;
+    for (const auto& t : g_.tensor_names()) {
+      const Tensor& tensor = g_.tensor(t);
+      if (tensor.kind == TensorKind::input || (tensor.kind == TensorKind::param && live.count(t)))
+        out.add_tensor(tensor);
+    }
+    for (size_t i = 0; i < keep.size(); ++i) {
+      if (keep[i]) out.add_node(g_.nodes()[i]);
+    }
+    for (const auto& o : g_.outputs()) out.mark_output(o);
+    g_ = std::move(out);
   }
 
  private:
@@ -404,6 +432,7 @@ class Importer {
     const std::string out = on.output(0);
     // Pass-throughs: the output is another name for the input.
     const bool to_bool = op == "Cast" && int_attr(on, "to", 0) == onnx::TensorProto::BOOL;
+    if (integer_math(on, name, ins)) return;
     if (op == "Identity" || op == "Dropout" ||
         (op == "Cast" && !to_bool && !int_constants_.count(ins.at(0)) &&
          !integer_tensor(ins[0]) && cast_keeps_float32(on, name, ins[0]))) {
@@ -542,6 +571,7 @@ class Importer {
       // A bool is held as 0/1, like a BOOL initializer (attention masks): x != 0.
       n.op = "cast";
       n.attrs["to"] = std::string("bool");
+      int_as_float_.insert(out);  // a bool is an integer: Not, CumSum ... may follow
     } else if (op == "Cast" && integer_tensor(ins.at(0))) {
       const int64_t to = int_attr(on, "to", onnx::TensorProto::FLOAT);
       if (to == onnx::TensorProto::INT64 || to == onnx::TensorProto::INT32) {
@@ -560,6 +590,12 @@ class Importer {
       }
     } else if (op == "GatherND") {
       gather_nd(on, name, ins, n);
+    } else if (op == "Gather" && int_as_float_.count(ins.at(1))) {
+      n.inputs[1] = as_indices(name, ins[1]);
+      n.op = "gather";
+      n.attrs["axis"] = int_attr(on, "axis", 0);
+    } else if (op == "GatherElements") {
+      gather_elements(on, name, ins, n);
     } else if (op == "Gather" && integer_tensor(ins.at(1))) {
       // Indices computed at run time (token ids into an embedding table).
       n.op = "gather";
@@ -599,11 +635,182 @@ class Importer {
                  "AveragePool, GlobalAveragePool, Gemm, MatMul, Softmax, LayerNormalization, "
                  "ReduceMean, ReduceSum, ReduceMax, Transpose, Reshape, Flatten, Squeeze, "
                  "Unsqueeze, Concat, Slice, Split, Gather, Expand, Where, And, Constant, Identity, "
-                 "Dropout, Cast, Shape, Pad (constant mode); GatherND with constant indices; "
+                 "Dropout, Cast, Shape, Pad (constant mode), CumSum (last axis); GatherND with "
+                 "constant "
+                 "indices; GatherElements from one row; "
                  "ConstantOfShape, Range, GatherElements, ScatterND, Equal, Less(OrEqual), "
                  "Greater(OrEqual), Or, Not where their inputs are constant)");
     }
     add(std::move(n));  // later nodes (Flatten, Squeeze) need the shape
+  }
+
+  // Integer arithmetic on tensors computed at run time (RoBERTa's position ids: the token ids
+  // compared with the padding id, Not, a CumSum along the sequence, Add and Mul), computed in
+  // f32, where every opfuse integer is exact within +-2^24: the integer inputs are cast to
+  // f32 and the results marked, so that a gather reading one as indices casts it back to i64.
+  // Equal is 1 - (a - b != 0), Not 1 - x, and CumSum along the last axis a matmul with a
+  // triangular matrix of ones (inclusive or exclusive, forward or reversed). Constants go to
+  // fold_ints; float tensors to the ops' own paths.
+  bool integer_math(const onnx::NodeProto& on, const std::string& name,
+                    const std::vector<std::string>& ins) {
+    static const std::set<std::string> ops = {"Equal", "Not",    "Add", "Sub",
+                                              "Mul",   "CumSum", "Cast"};
+    const std::string& op = on.op_type();
+    if (!ops.count(op) || ins.empty()) return false;
+    bool runtime_int = false, all_constant = true;
+    const size_t operands = op == "CumSum" || op == "Cast" || op == "Not" ? 1 : 2;
+    if (ins.size() < operands) return false;  // refused where the op is read
+    for (size_t i = 0; i < operands; ++i) {
+      runtime_int = runtime_int || integer_tensor(ins[i]) || int_as_float_.count(ins[i]);
+      all_constant = all_constant && (int_constants_.count(ins[i]) || is_param(ins[i]));
+    }
+    if (!runtime_int || all_constant) return false;
+    const std::string& out = on.output(0);
+    if (op == "Cast") {
+      const int64_t to = int_attr(on, "to", onnx::TensorProto::FLOAT);
+      if (integer_tensor(ins[0])) return false;  // the importer's integer casts
+      if (to == onnx::TensorProto::BOOL) {
+        emit(name, "cast", {ins[0]}, out, {{"to", std::string("bool")}});
+      } else if (to == onnx::TensorProto::INT64 || to == onnx::TensorProto::INT32 ||
+                 to == onnx::TensorProto::FLOAT) {
+        alias_[out] = ins[0];  // the same values, still exact
+        if (to == onnx::TensorProto::FLOAT) return true;
+      } else {
+        refuse(on, name,
+               "an integer computed at run time casts to float32, bool, int64 or int32 "
+               "only, not ONNX type " +
+                   std::to_string(to));
+      }
+      int_as_float_.insert(resolve(out));
+      return true;
+    }
+    if (op == "Equal") {
+      const std::string d = emit(name + "_diff", "sub", {as_float(ins[0]), as_float(ins[1])});
+      const std::string ne = emit(name + "_ne", "cast", {d}, "", {{"to", std::string("bool")}});
+      emit(name, "sub", {float_scalar(1), ne}, out);
+    } else if (op == "Not") {
+      emit(name, "sub", {float_scalar(1), as_float(ins[0])}, out);
+    } else if (op == "CumSum") {
+      const auto axis_value = ins.size() > 1 ? scalar_constant(ins[1]) : std::nullopt;
+      if (!axis_value) refuse(on, name, "the axis must be a constant scalar");
+      const Shape x = shape_of(ins[0]);
+      const int axis = normalize_axis(probe_node(name), int64_t(*axis_value), x.size());
+      if (axis != int(x.size()) - 1) {
+        refuse(on, name,
+               "along axis " + std::to_string(axis) + " of " + shape_to_string(x) +
+                   ": the last axis only");
+      }
+      const int64_t n = x.back();
+      if (n > 4096) refuse(on, name, "along " + std::to_string(n) + " elements: 4096 at most");
+      const bool exclusive = int_attr(on, "exclusive", 0) != 0,
+                 reverse = int_attr(on, "reverse", 0) != 0;
+      Tensor t;  // t[i][j] = 1 where input i counts towards output j
+      t.name = name + "_triangle";
+      t.kind = TensorKind::param;
+      t.shape = {n, n};
+      for (int64_t i = 0; i < n; ++i) {
+        for (int64_t j = 0; j < n; ++j) {
+          const bool counts = reverse ? i >= j : i <= j;
+          t.data.push_back(counts && !(exclusive && i == j) ? 1.0f : 0.0f);
+        }
+      }
+      g_.add_tensor(std::move(t));
+      emit(name, "matmul", {as_float(ins[0]), name + "_triangle"}, out);
+    } else {  // Add, Sub, Mul
+      emit(name,
+           op == "Add"   ? "add"
+           : op == "Sub" ? "sub"
+                         : "mul",
+           {as_float(ins[0]), as_float(ins[1])}, out);
+    }
+    int_as_float_.insert(out);
+    return true;
+  }
+
+  // Indices computed in f32 (integer_math) as an i64 tensor, where a gather reads them.
+  std::string as_indices(const std::string& name, const std::string& t) {
+    if (!int_as_float_.count(t)) return t;
+    return emit(name + "_indices", "cast", {t}, "", {{"to", std::string("i64")}});
+  }
+
+  // GatherElements with indices computed at run time (RoBERTa's token types, picked from a
+  // buffer of zeros at the position ids) where the data is one row along the axis (every
+  // other extent 1): a gather from that row, shaped as the indices.
+  void gather_elements(const onnx::NodeProto& on, const std::string& name,
+                       const std::vector<std::string>& ins, Node& n) {
+    const Shape ds = shape_of(ins.at(0)), is = shape_of(ins.at(1));
+    const int axis = normalize_axis(probe_node(name), int_attr(on, "axis", 0), ds.size());
+    for (size_t d = 0; d < ds.size(); ++d) {
+      if (int(d) != axis && ds[d] != 1) {
+        refuse(on, name,
+               "data of shape " + shape_to_string(ds) + " along axis " + std::to_string(axis) +
+                   ": only data with every other extent 1 " +
+                   "is supported where the indices are computed at run time");
+      }
+    }
+    if (is.size() != ds.size()) refuse(on, name, "data and indices differ in rank");
+    if (!integer_tensor(ins[1]) && !int_as_float_.count(ins[1])) {
+      refuse(on, name, "the indices must be integers");
+    }
+    const Shape row{ds[size_t(axis)]};
+    std::string data = name + "_row";
+    if (int_constants_.count(ins[0]) || is_param(ins[0])) {
+      Tensor p;  // the row, as the constant it is (an integer one stays integer)
+      p.name = data;
+      p.kind = TensorKind::param;
+      p.shape = row;
+      if (int_constants_.count(ins[0])) {
+        p.dtype = DType::i64;
+        for (int64_t v : int_constants_.at(ins[0])) p.data.push_back(float(v));
+      } else {
+        p.data = param_values(g_.tensor(ins[0])).data;
+      }
+      g_.add_tensor(std::move(p));
+    } else {
+      emit(data, "reshape", {ins[0]}, "", {{"shape", std::vector<int64_t>(row)}});
+    }
+    n.op = "gather";
+    n.inputs = {data, as_indices(name, ins[1])};
+    n.attrs["axis"] = int64_t{0};
+  }
+
+  // t as f32: itself (a float tensor, an integer already computed in f32, a param), an int
+  // constant as a param, or an integer tensor cast (once).
+  std::string as_float(const std::string& t) {
+    if (int_constants_.count(t)) return int_constant_as_param(t);
+    if (!integer_tensor(t)) return t;
+    const std::string f = t + "_as_f32";
+    if (!g_.has_tensor(f)) emit(f, "cast", {t});
+    return f;
+  }
+
+  // A one-element f32 param holding v, once per value.
+  std::string float_scalar(double v) {
+    std::ostringstream name;
+    name << "opfuse_scalar_" << v;
+    if (!g_.has_tensor(name.str())) {
+      Tensor p;
+      p.name = name.str();
+      p.kind = TensorKind::param;
+      p.shape = {1};
+      p.data = {float(v)};
+      g_.add_tensor(std::move(p));
+    }
+    return name.str();
+  }
+
+  // Adds a node of the importer's making; its output is `out`, or its name.
+  std::string emit(const std::string& name, const std::string& op,
+                   const std::vector<std::string>& inputs, const std::string& out = "",
+                   const Attrs& attrs = {}) {
+    Node n;
+    n.name = name;
+    n.op = op;
+    n.inputs = inputs;
+    n.outputs = {out.empty() ? name : out};
+    n.attrs = attrs;
+    add(n);
+    return n.outputs[0];
   }
 
   // An integer graph input, or a tensor computed from one (not a folded constant).
@@ -1146,6 +1353,49 @@ class Importer {
     if (op == "Unsqueeze" || op == "Squeeze") {
       return set(a, reshaped(on, name, ins, as));
     }
+    // The TorchScript exporter's F.pad: the pads as a [-1, 2] matrix, reversed, transposed
+    // and flattened again.
+    if (op == "Reshape") {
+      std::vector<int64_t> to = ints_input(on, name, ins.at(1), "the target shape");
+      const int64_t count = int64_t(a.size());
+      int64_t known = 1, infer = -1;
+      for (size_t i = 0; i < to.size(); ++i) {
+        if (to[i] == 0 && int_attr(on, "allowzero", 0) == 0) {
+          if (i >= as.size()) refuse(on, name, "a 0 in the target shape past the input's rank");
+          to[i] = as[i];
+        }
+        if (to[i] == -1) {
+          if (infer >= 0) refuse(on, name, "two -1s in the target shape");
+          infer = int64_t(i);
+        } else {
+          known *= to[i];
+        }
+      }
+      if (infer >= 0 && known > 0) to[size_t(infer)] = count / known;
+      if (num_elements(to) != count) {
+        refuse(on, name,
+               "reshapes " + std::to_string(count) + " integers to " + shape_to_string(to));
+      }
+      return set(a, to);
+    }
+    if (op == "Transpose") {
+      std::vector<int64_t> perm = ints_attr(on, "perm");
+      if (perm.empty()) {
+        for (size_t d = as.size(); d-- > 0;) perm.push_back(int64_t(d));
+      }
+      if (perm.size() != as.size()) refuse(on, name, "perm does not match the input's rank");
+      Shape out;
+      for (int64_t d : perm) out.push_back(as.at(size_t(d)));
+      std::vector<int64_t> v;
+      for_each_index(out, [&](const std::vector<int64_t>& idx, int64_t) {
+        std::vector<int64_t> src(as.size());
+        for (size_t d = 0; d < perm.size(); ++d) src[size_t(perm[d])] = idx[d];
+        int64_t f = 0;
+        for (size_t d = 0; d < as.size(); ++d) f = f * as[d] + src[d];
+        v.push_back(a[size_t(f)]);
+      });
+      return set(v, out);
+    }
     if (op == "Expand") {  // position ids or a causal mask broadcast to the batch (TorchScript)
       const Shape to =
           broadcast_shapes(probe_node(name), as, ints_input(on, name, ins.at(1), "the shape"));
@@ -1158,6 +1408,11 @@ class Importer {
       n.name = name;
       n.attrs = slice_attrs(on, name, ins);
       const Shape shape = as.empty() ? Shape{int64_t(a.size())} : as;
+      if (shape.size() == 1 && empty_slice(n.attrs, shape[0])) {
+        // A shape's tail past its rank (Shape(x)[2:] of a matrix, TorchScript's Swin): an
+        // empty list, which only a Concat of shape pieces may take.
+        return set({}, {0});
+      }
       const std::vector<graph::SliceDim> dims = slice_dims(n, shape);
       Shape out;
       for (const auto& d : dims) out.push_back(d.extent);
@@ -1172,18 +1427,50 @@ class Importer {
       return set(v, as.size() <= 1 ? Shape{int64_t(v.size())} : out);
     }
     if (op == "Concat") {
-      std::vector<int64_t> v;
       for (const auto& t : ins) {
         if (!is_int(t)) return false;
-        v.insert(v.end(), int_constants_.at(t).begin(), int_constants_.at(t).end());
       }
-      return set(v, {int64_t(v.size())});
+      if (as.size() <= 1) {  // shape pieces
+        std::vector<int64_t> v;
+        for (const auto& t : ins) {
+          v.insert(v.end(), int_constants_.at(t).begin(), int_constants_.at(t).end());
+        }
+        return set(v, {int64_t(v.size())});
+      }
+      // Index tuples (TorchScript's index_put): along the axis, each input's rows in turn.
+      const int axis = normalize_axis(probe_node(name), int_attr(on, "axis", 0), as.size());
+      int64_t outer = 1;
+      for (int d = 0; d < axis; ++d) outer *= as[size_t(d)];
+      Shape out = as;
+      out[size_t(axis)] = 0;
+      for (const auto& t : ins) {
+        const Shape& ts = int_shapes_.at(t);
+        if (ts.size() != as.size()) refuse(on, name, "inputs of different ranks");
+        for (size_t d = 0; d < ts.size(); ++d) {
+          if (int(d) != axis && ts[d] != as[d]) {
+            refuse(on, name,
+                   "inputs " + shape_to_string(as) + " and " + shape_to_string(ts) +
+                       " differ off axis " + std::to_string(axis));
+          }
+        }
+        out[size_t(axis)] += ts[size_t(axis)];
+      }
+      std::vector<int64_t> v;
+      for (int64_t o = 0; o < outer; ++o) {
+        for (const auto& t : ins) {
+          const std::vector<int64_t>& c = int_constants_.at(t);
+          const int64_t block = int64_t(c.size()) / outer;
+          v.insert(v.end(), c.begin() + o * block, c.begin() + (o + 1) * block);
+        }
+      }
+      return set(v, out);
     }
     // Binary arithmetic on shapes, and comparisons (masks from shapes and positions, 0/1),
     // with numpy broadcasting.
     static const std::set<std::string> binary = {
-        "Add",  "Sub",         "Mul",     "Div", "Equal", "Less", "LessOrEqual", "Greater",
-        "GreaterOrEqual", "And", "Or"};
+        "Add",   "Sub",  "Mul",         "Div",     "Mod",
+        "Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual",
+        "And",   "Or"};
     if (binary.count(op)) {
       if (!is_int(ins.at(1))) return false;
       const std::vector<int64_t>& b = int_constants_.at(ins[1]);
@@ -1194,11 +1481,17 @@ class Importer {
       std::vector<int64_t> v(ia.size());
       for (size_t i = 0; i < v.size(); ++i) {
         const int64_t x = a[size_t(ia[i])], y = b[size_t(ib[i])];
-        if (op == "Div" && y == 0) refuse(on, name, "integer division by zero");
+        if ((op == "Div" || op == "Mod") && y == 0) refuse(on, name, "integer division by zero");
+        // Mod: the remainder takes the divisor's sign (Python's %), or with fmod = 1 the
+        // dividend's (C's), as ONNX defines.
+        const int64_t rem = x % (y == 0 ? 1 : y);
+        const int64_t mod =
+            int_attr(on, "fmod", 0) != 0 || rem == 0 || (rem < 0) == (y < 0) ? rem : rem + y;
         v[i] = op == "Add"           ? x + y
                : op == "Sub"         ? x - y
                : op == "Mul"         ? x * y
                : op == "Div"         ? x / y
+               : op == "Mod"         ? mod
                : op == "Equal"       ? x == y
                : op == "Less"        ? x < y
                : op == "LessOrEqual" ? x <= y
@@ -1219,10 +1512,44 @@ class Importer {
       return std::make_pair(std::vector<double>(it->second.begin(), it->second.end()),
                             int_shapes_.at(t));
     }
-    if (!is_param(t)) return std::nullopt;
-    const Tensor& p = g_.tensor(t);
-    const HostTensor v = param_values(p);
-    return std::make_pair(std::vector<double>(v.data.begin(), v.data.end()), p.shape);
+    const std::optional<HostTensor> v = evaluate(t, 8);
+    if (!v) return std::nullopt;
+    return std::make_pair(std::vector<double>(v->data.begin(), v->data.end()), v->shape);
+  }
+
+  // A tensor's values where it depends on params only: a param, or a node over such tensors
+  // (an expand of a param stays a node, see fold()), run by the reference executor, at most
+  // `depth` nodes deep. Nodes so evaluated for a fold that no longer need to run are pruned
+  // when the import ends.
+  std::optional<HostTensor> evaluate(const std::string& t, int depth) const {
+    if (is_param(t)) return param_values(g_.tensor(t));
+    const Node* n = g_.has_tensor(t) ? g_.producer(t) : nullptr;
+    if (!n || depth <= 0) return std::nullopt;
+    std::vector<HostTensor> values;
+    for (const auto& in : n->inputs) {
+      auto v = evaluate(in, depth - 1);
+      if (!v) return std::nullopt;
+      values.push_back(std::move(*v));
+    }
+    Graph scratch;
+    std::set<std::string> seen;
+    for (size_t i = 0; i < n->inputs.size(); ++i) {
+      if (!seen.insert(n->inputs[i]).second) continue;
+      Tensor c;
+      c.name = n->inputs[i];
+      c.kind = TensorKind::param;
+      c.shape = values[i].shape;
+      c.data = values[i].data;
+      scratch.add_tensor(std::move(c));
+    }
+    scratch.add_node(*n);
+    scratch.mark_output(n->outputs[0]);
+    scratch.validate();
+    // A mask's size, not a weight's: an expand to a large shape stays a node.
+    if (num_elements(scratch.tensor(n->outputs[0]).shape) > (int64_t(1) << 24)) return std::nullopt;
+    std::vector<const HostTensor*> ptrs;
+    for (const auto& v : values) ptrs.push_back(&v);
+    return reference::run_node(scratch, scratch.nodes()[0], ptrs);
   }
 
   // ScatterND (reduction none) on constants: data with the update slices written at the index
@@ -1286,6 +1613,27 @@ class Importer {
     p.data.assign(out.begin(), out.end());
     g_.add_tensor(std::move(p));
     return true;
+  }
+
+  // Whether a slice of a list of `extent` integers (one axis) selects nothing, with numpy's
+  // clamping of the bounds.
+  static bool empty_slice(const Attrs& a, int64_t extent) {
+    auto first = [&](const char* key, int64_t fallback) {
+      const auto it = a.find(key);
+      const auto* v = it == a.end() ? nullptr : std::get_if<std::vector<int64_t>>(&it->second);
+      return v && !v->empty() ? v->front() : fallback;
+    };
+    const int64_t step = first("steps", 1);
+    if (step == 0) return false;  // refused by slice_dims
+    auto clamp = [&](int64_t v, int64_t lo, int64_t hi) {
+      if (v < 0) v += extent;
+      return std::clamp(v, lo, hi);
+    };
+    if (step > 0) {
+      return clamp(first("starts", 0), 0, extent) >= clamp(first("ends", extent), 0, extent);
+    }
+    return clamp(first("starts", extent - 1), -1, extent - 1) <=
+           clamp(first("ends", -extent - 1), -1, extent - 1);
   }
 
   static Node probe_node(const std::string& name) {  // names a node in shape errors
@@ -1421,6 +1769,8 @@ class Importer {
   int64_t opset_ = 0;
   Graph g_;
   std::map<std::string, std::vector<int64_t>> int_constants_;
+  // ONNX integer tensors computed at run time in f32 (integer_math): exact within +-2^24.
+  std::set<std::string> int_as_float_;
   std::map<std::string, Shape> int_shapes_;
   std::map<std::string, std::string> alias_;  // Identity, Dropout, Cast: output -> input
   int folded_ = 0;

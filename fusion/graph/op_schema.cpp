@@ -81,7 +81,8 @@ const std::vector<OpSchema> kOps = {
      "lookup)",
      OpTrait::moves_layout},
     {"cast", FK::elementwise, 1, 1,
-     "an integer tensor's values as f32 (ONNX Cast to FLOAT); to = \"bool\": x != 0 as 0/1"},
+     "an integer tensor's values as f32 (ONNX Cast to FLOAT); to = \"bool\": x != 0 as 0/1; "
+     "to = \"i64\": an integer computed in f32 as an i64 tensor (indices)"},
 };
 
 std::string ints_to_string(const std::vector<int64_t>& v) { return shape_to_string(v); }

@@ -176,6 +176,8 @@ class Lowerer {
       e = -x;
     } else if (op == "cast" && graph::attr_string(n, "to", "float") == "bool") {
       e = select(x != 0, 1.0f, 0.0f);
+    } else if (op == "cast" && graph::attr_string(n, "to", "float") == "i64") {
+      e = cast<int>(Halide::round(x));  // an integer computed in f32; 32-bit, as sources are
     } else if (op == "cast") {
       e = cast<float>(x);
     } else if (op == "erf") {

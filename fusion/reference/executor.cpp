@@ -52,6 +52,7 @@ float unary(const Node& n, const graph::UnaryParams& p, float x) {
   if (op == "silu") return float(double(x) / (1.0 + std::exp(-double(x))));
   if (op == "pow") return float(std::pow(double(x), p.exponent));
   if (op == "cast" && graph::attr_string(n, "to", "float") == "bool") return x != 0 ? 1.0f : 0.0f;
+  if (op == "cast" && graph::attr_string(n, "to", "float") == "i64") return std::nearbyint(x);
   if (op == "cast") return x;  // integers are held as exact f32 values
   graph::fail(n, "no reference for this elementwise op (internal error)");
 }

@@ -21,6 +21,7 @@
 #include "fusion/reference/executor.h"
 #include "schedules/jit.h"
 #include "tests/frontend/blocks.h"
+#include "tests/testing.h"
 
 using namespace opfuse;
 using opfuse::testing::Block;
@@ -155,4 +156,66 @@ TEST_CASE("unsupported ONNX is refused with the op, the node and the opset") {
     CHECK(what.find("'hm'") != std::string::npos);
     CHECK(what.find("opset 13") != std::string::npos);
   }
+}
+
+TEST_CASE("RoBERTa's position ids: integer arithmetic on the token ids, in f32, into a gather") {
+  // ids.ne(pad), cumsum along the sequence, times the mask, plus pad: the positions of the
+  // tokens, pad for the padding, as transformers' RoBERTa embeddings compute them (dynamo
+  // export, opset 20), then the position embedding looked up.
+  OnnxModel om(20);
+  om.int64_input("ids", {1, 6});
+  om.init_ints("pad", {1}, {1});
+  om.init_ints("axis", {1}, {1});
+  om.node("Equal", "is_pad", {"ids", "pad"}, "eq");
+  om.node("Not", "ne", {"eq"}, "mask_b");
+  OnnxModel::i(om.node("Cast", "mask_int", {"mask_b"}, "mask"), "to", onnx::TensorProto::INT32);
+  om.node("CumSum", "count", {"mask", "axis"}, "cs");
+  OnnxModel::i(om.node("Cast", "cs_int", {"cs"}, "csi"), "to", onnx::TensorProto::INT32);
+  om.node("Mul", "only_tokens", {"csi", "mask"}, "pm");
+  OnnxModel::i(om.node("Cast", "pm_long", {"pm"}, "pml"), "to", onnx::TensorProto::INT64);
+  om.node("Add", "from_pad", {"pml", "pad"}, "positions");
+  om.init("table", {8, 4}, opfuse::testing::random_values(32, -1, 1, 5));
+  om.node("Gather", "embed", {"table", "positions"}, "e");
+  // The token types picked from a buffer at the positions (GatherElements along the row).
+  om.init_ints("types", {0, 1, 0, 1, 0, 1, 0, 1}, {1, 8});
+  OnnxModel::i(om.node("GatherElements", "pick", {"types", "positions"}, "tt"), "axis", 1);
+  om.init("type_table", {2, 4}, opfuse::testing::random_values(8, -1, 1, 6));
+  om.init_ints("rows_cols", {1, 6});
+  om.node("Expand", "tt_batch", {"tt", "rows_cols"}, "tte");  // integers move through expand
+  om.node("Gather", "type_embed", {"type_table", "tte"}, "te");
+  om.input("x", {1, 6, 4});
+  om.node("Add", "plus_positions", {"x", "e"}, "xe");
+  om.node("Add", "plus", {"xe", "te"}, "y");
+  om.output("y");
+  const graph::Graph g = graph::import_onnx_bytes(om.bytes(), "roberta_positions.onnx");
+  graph::TensorMap in = graph::random_inputs(g, 3);
+  in["ids"].data = {0, 5, 7, 3, 1, 1};  // two pads at the end
+  const float positions[6] = {2, 3, 4, 5, 1, 1};
+  const graph::TensorMap want = reference::run(g, in);
+  const std::vector<float> table = opfuse::testing::random_values(32, -1, 1, 5),
+                           types = opfuse::testing::random_values(8, -1, 1, 6);
+  for (size_t t = 0; t < 6; ++t) {
+    const size_t type = size_t(positions[t]) % 2;  // the buffer alternates 0, 1
+    for (size_t c = 0; c < 4; ++c) {
+      CHECK(want.at("y").data[t * 4 + c] ==
+            (in.at("x").data[t * 4 + c] + table[size_t(positions[t]) * 4 + c]) +
+                types[type * 4 + c]);
+    }
+  }
+  const fusion::RooflineCostModel model(fusion::builtin_profile("epyc-avx512-2c"));
+  const graph::TensorMap got = schedules::realize_with_plan(g, fusion::plan_fusion(g, model), in);
+  const auto c =
+      reference::compare(got.at("y").data, want.at("y").data, reference::kGraphTolerance);
+  CHECK_MESSAGE(c.ok(), c.summary());
+
+  // CumSum along another axis than the last is refused by name.
+  OnnxModel other(20);
+  other.int64_input("ids", {3, 2});
+  other.init_ints("axis0", {0}, {1});
+  other.node("CumSum", "down", {"ids", "axis0"}, "cs");
+  OnnxModel::i(other.node("Cast", "f", {"cs"}, "y"), "to", onnx::TensorProto::FLOAT);
+  other.output("y");
+  opfuse::testing::check_graph_error(
+      [&] { graph::import_onnx_bytes(other.bytes(), "cumsum.onnx"); },
+      {"node 'down'", "CumSum", "the last axis only"});
 }

@@ -3,6 +3,7 @@
 #include <onnx/onnx_pb.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -724,4 +725,84 @@ TEST_CASE("ONNX masks from float constants fold at import: ScatterND, Equal, Not
   runtime.output("y");
   opfuse::testing::check_graph_error([&] { import_onnx_bytes(runtime.bytes(), "scatter.onnx"); },
                                      {"node 'write'", "ScatterND", "constants"});
+}
+
+TEST_CASE("ONNX TorchScript-style shape arithmetic: F.pad's pads, Mod, index tuples, Shape tails") {
+  // F.pad(x, (0, pad_w)) as the TorchScript exporter writes it, pad_w = (4 - W % 4) % 4 = 1
+  // for W = 7: the pads list [0, pad_w] + zeros for the other axes, a [-1, 2] matrix reversed
+  // and transposed to ONNX's order, and Shape(x)[2:] (empty for a matrix) concatenated on.
+  OnnxModel om(17);
+  om.input("x", {3, 7});
+  om.node("Shape", "shape", {"x"}, "sx");
+  om.init_ints("one", {1});
+  om.init_ints("zero", {0});
+  om.init_ints("four", {4});
+  om.init_ints("two", {2});
+  om.init_ints("big", {INT64_MAX});
+  om.node("Slice", "width", {"sx", "one", "two"}, "w");  // [7]
+  om.node("Mod", "rem", {"w", "four"}, "r");             // [3]
+  om.node("Sub", "need", {"four", "r"}, "n");            // [1]
+  om.node("Mod", "padw", {"n", "four"}, "pw");           // [1]
+  om.node("Slice", "tail", {"sx", "two", "big"}, "t");   // [] (empty)
+  om.init_ints("zeros2", {0, 0});
+  om.node("Concat", "list", {"zero", "pw", "zeros2", "t"}, "pl");  // [0, 1, 0, 0]
+  OnnxModel::i(om.m.mutable_graph()->mutable_node(om.m.graph().node_size() - 1), "axis", 0);
+  om.init_ints("rows", {-1, 2});
+  om.node("Reshape", "pairs", {"pl", "rows"}, "pm");  // [[0, 1], [0, 0]]
+  om.init_ints("minus1", {-1});
+  om.init_ints("lowest", {INT64_MIN});
+  om.node("Slice", "reverse", {"pm", "minus1", "lowest", "zero", "minus1"}, "rv");
+  auto* tr = om.node("Transpose", "cols", {"rv"}, "tp");  // [[0, 0], [0, 1]]
+  OnnxModel::ints(tr, "perm", {1, 0});
+  om.node("Reshape", "flat", {"tp", "minus1"}, "pads");  // [0, 0, 0, 1]
+  om.node("Pad", "pad", {"x", "pads"}, "y");
+  om.output("y");
+  const Graph g = import_onnx_bytes(om.bytes(), "fpad.onnx");
+  REQUIRE(g.tensor("y").shape == Shape{3, 8});
+  const TensorMap in = random_inputs(g, 11);
+  const TensorMap out = opfuse::reference::run(g, in);
+  for (size_t i = 0; i < 3; ++i) {
+    for (size_t j = 0; j < 8; ++j) {
+      CHECK(out.at("y").data[i * 8 + j] == (j < 7 ? in.at("x").data[i * 7 + j] : 0.0f));
+    }
+  }
+
+  // Mod follows the divisor's sign (fmod = 0) or the dividend's (fmod = 1); index tuples
+  // concatenated along axis 1; updates through an expand of a param (a node until the
+  // ScatterND folds it, then pruned).
+  OnnxModel mod(17);
+  mod.input("x", {2, 3});
+  mod.input("v", {2});
+  mod.init_ints("a", {-7, 7});
+  mod.init_ints("b", {3, -3});
+  mod.node("Mod", "py", {"a", "b"}, "m0");                          // [2, -2]
+  OnnxModel::i(mod.node("Mod", "c", {"a", "b"}, "m1"), "fmod", 1);  // [-1, 1]
+  for (const char* m : {"m0", "m1"}) {
+    auto* cast = mod.node("Cast", std::string(m) + "_cast", {m}, std::string(m) + "_f");
+    OnnxModel::i(cast, "to", onnx::TensorProto::FLOAT);
+    mod.node("Mul", std::string(m) + "_mul", {"v", std::string(m) + "_f"}, std::string(m) + "_v");
+    mod.output(std::string(m) + "_v");
+  }
+  mod.init_ints("r", {0, 1}, {2, 1});
+  mod.init_ints("c0", {2, 0}, {2, 1});
+  OnnxModel::i(mod.node("Concat", "tuples", {"r", "c0"}, "at"), "axis", 1);  // [[0,2],[1,0]]
+  mod.init("nine", {1}, {9.0f});
+  mod.init_ints("n2", {2});
+  mod.node("Expand", "nines", {"nine", "n2"}, "upd");
+  mod.init_ints("shape", {2, 3});
+  mod.node("ConstantOfShape", "zeros", {"shape"}, "z");
+  mod.node("ScatterND", "put", {"z", "at", "upd"}, "s");
+  mod.node("Add", "plus", {"x", "s"}, "y");
+  mod.output("y");
+  const Graph gm = import_onnx_bytes(mod.bytes(), "mod.onnx");
+  CHECK(gm.nodes().size() == 3);  // the two multiplies and the add: the expand was pruned
+  for (const auto& n : gm.nodes()) CHECK(n.op != "expand");
+  const TensorMap min = random_inputs(gm, 13);
+  const TensorMap mout = opfuse::reference::run(gm, min);
+  const float m0[2] = {2, -2}, m1[2] = {-1, 1}, s[6] = {0, 0, 9, 9, 0, 0};
+  for (size_t i = 0; i < 2; ++i) {
+    CHECK(mout.at("m0_v").data[i] == min.at("v").data[i] * m0[i]);
+    CHECK(mout.at("m1_v").data[i] == min.at("v").data[i] * m1[i]);
+  }
+  for (size_t i = 0; i < 6; ++i) CHECK(mout.at("y").data[i] == min.at("x").data[i] + s[i]);
 }
