@@ -68,6 +68,18 @@ def bert():
     return HiddenStates(model), {"input_ids": ids, "attention_mask": mask}, ["last_hidden_state"]
 
 
+def roberta():
+    from transformers import RobertaConfig, RobertaModel
+    # RoBERTa-base (12 layers, hidden 768): its position ids are computed from the token ids
+    # (positions counted over the non-padding tokens), integer arithmetic in the graph.
+    model = RobertaModel(RobertaConfig(attn_implementation="eager"), add_pooling_layer=False)
+    seq = 128
+    ids = torch.randint(3, 50265, (1, seq), dtype=torch.int64)
+    ids[0, seq - 16:] = 1  # padding (RoBERTa's pad id) at the end
+    mask = (ids != 1).to(torch.int64)
+    return HiddenStates(model), {"input_ids": ids, "attention_mask": mask}, ["last_hidden_state"]
+
+
 def gpt2():
     from transformers import GPT2Config, GPT2Model
     # GPT-2 small (124M): 12 blocks, hidden 768, vocab 50257; causal mask inside.
@@ -90,7 +102,10 @@ NETWORKS = dict([
     vision("densenet121", lambda: tv("densenet121")),
     vision("convnext_tiny", lambda: tv("convnext_tiny")),
     vision("vit_tiny", lambda: timm_model("vit_tiny_patch16_224")),
+    # Shifted windows: a constant attention mask built with ScatterND, F.pad on the windows.
+    vision("swin_t", lambda: tv("swin_t")),
     ("bert", bert),
+    ("roberta", roberta),
     ("gpt2", gpt2),
 ])
 
