@@ -79,12 +79,42 @@ int64_t nhwc_axis(const Node& n, int64_t nchw_axis) {
 }  // namespace
 
 std::vector<std::string> to_channels_last(Graph& g, int min_convs) {
+  // The regions: convertible nodes joined through the tensors between them, each kept only
+  // where it holds a layout op. Elsewhere a 4-D elementwise op is left as it is: Swin's
+  // [N, H, W, C] tensors between layer norms and window reshapes would otherwise each run
+  // "NHWC" between two transposes (169 of them in Swin-T, none of them needed).
+  const std::vector<Node>& nodes = g.nodes();
+  std::vector<size_t> root(nodes.size());
+  for (size_t i = 0; i < nodes.size(); ++i) root[i] = i;
+  auto component = [&](size_t i) {
+    while (root[i] != i) i = root[i] = root[root[i]];
+    return i;
+  };
+  std::map<std::string, size_t> producer;
+  std::vector<bool> convertible_node(nodes.size());
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    convertible_node[i] = convertible(g, nodes[i]);
+    if (convertible_node[i]) producer[nodes[i].outputs[0]] = i;
+  }
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    if (!convertible_node[i]) continue;
+    for (const auto& in : nodes[i].inputs) {
+      if (auto it = producer.find(in); it != producer.end())
+        root[component(i)] = component(it->second);
+    }
+  }
+  std::set<size_t> with_layout_op;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    if (convertible_node[i] && graph::has_trait(nodes[i].op, graph::OpTrait::channel_layout)) {
+      with_layout_op.insert(component(i));
+    }
+  }
   std::set<std::string> converted;
   int convs = 0;
-  for (const Node& n : g.nodes()) {
-    if (!convertible(g, n)) continue;
-    converted.insert(n.name);
-    convs += n.op == "conv2d";
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    if (!convertible_node[i] || !with_layout_op.count(component(i))) continue;
+    converted.insert(nodes[i].name);
+    convs += nodes[i].op == "conv2d";
   }
   if (convs < min_convs) return {};
 

@@ -134,6 +134,28 @@ TEST_CASE("channels-last takes a lone patch embedding too, and keeps its values"
   }
 }
 
+TEST_CASE("channels-last converts the regions that hold a layout op, not every 4-D op") {
+  // Swin's stem: a patch embedding permuted to [N, H, W, C], then 4-D residual adds and ReLUs
+  // around a layer norm. Only the conv (and its bias add) form a region with a layout op; the
+  // adds after the permute stay as they are, with no transposes around them.
+  graph::GraphBuilder b("swin_stem");
+  graph::Conv2dOptions patch;
+  patch.strides = {4, 4};
+  auto x = b.input("x", {1, 3, 16, 16});
+  auto p = b.conv2d(x, b.param("w", {8, 3, 4, 4}), patch, b.param("b", {8}));
+  auto t = b.transpose(p, {0, 2, 3, 1});  // [1, 4, 4, 8]
+  auto y = b.add(t, b.relu(b.layer_norm(t, -1, 1e-5)));
+  b.output(b.add(y, b.relu(b.layer_norm(y, -1, 1e-5))));
+  const graph::Graph before = b.build();
+  graph::Graph after = before;
+  const std::vector<std::string> log = fusion::to_channels_last(after);
+  REQUIRE(log.size() == 1);
+  MESSAGE(log[0]);
+  CHECK(log[0].find("1 ops (1 convolutions) run NHWC, 2 transposes") != std::string::npos);
+  CHECK(count(after, "transpose") == 3);  // the model's own, and one either side of the conv
+  check_same_values(before, after, 5);
+}
+
 TEST_CASE("channels-last keeps a conv's computed weights in their layout, and their values") {
   // A squeeze-excite gate folded into the next conv's weights, W' = W * gate ([Cout, Cin, 1, 1]
   // from a [1, Cin, 1, 1] gate computed in the NHWC region): W' is the conv's weights, no
