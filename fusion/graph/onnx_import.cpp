@@ -1034,55 +1034,35 @@ class Importer {
     for (size_t i = 0; i < steps.size(); ++i) {
       const Step& st = steps[i];
       const std::string axis = std::to_string(st.axis);
-      const bool grows = st.before > 0 || st.after > 0;
-      if (st.before < 0 || st.after < 0) {
-        Node c;
-        c.name = name + "_crop_axis" + axis;
-        c.op = "slice";
-        c.inputs = {cur};
-        c.outputs = {i + 1 == steps.size() && !grows ? on.output(0) : c.name};
-        c.attrs["starts"] = std::vector<int64_t>{std::max<int64_t>(-st.before, 0)};
-        c.attrs["ends"] =
-            std::vector<int64_t>{shape[size_t(st.axis)] - std::max<int64_t>(-st.after, 0)};
-        c.attrs["axes"] = std::vector<int64_t>{st.axis};
-        shape[size_t(st.axis)] -=
-            std::max<int64_t>(-st.before, 0) + std::max<int64_t>(-st.after, 0);
-        cur = c.outputs[0];
-        add(std::move(c));
+      const bool last = i + 1 == steps.size();
+      const int64_t crop_before = std::max<int64_t>(-st.before, 0),
+                    crop_after = std::max<int64_t>(-st.after, 0),
+                    grow_before = std::max<int64_t>(st.before, 0),
+                    grow_after = std::max<int64_t>(st.after, 0);
+      const bool grows = grow_before > 0 || grow_after > 0;
+      if (crop_before > 0 || crop_after > 0) {
+        const int64_t end = shape[size_t(st.axis)] - crop_after;
+        cur = emit(name + "_crop_axis" + axis, "slice", {cur}, last && !grows ? on.output(0) : "",
+                   {{"starts", std::vector<int64_t>{crop_before}},
+                    {"ends", std::vector<int64_t>{end}},
+                    {"axes", std::vector<int64_t>{st.axis}}});
+        shape[size_t(st.axis)] -= crop_before + crop_after;
       }
       if (!grows) continue;
-      const std::string fill = name + "_value";
-      if (!g_.has_tensor(fill)) {
-        Tensor p;
-        p.name = fill;
-        p.kind = TensorKind::param;
-        p.shape = Shape(rank, 1);
-        p.data = {float(value)};
-        g_.add_tensor(std::move(p));
-      }
-      Node cat;
-      cat.name = name + "_axis" + axis;
-      cat.op = "concat";
-      cat.attrs["axis"] = int64_t{st.axis};
-      for (const char* side : {"before", "after"}) {
-        const int64_t len = std::string(side) == "before" ? st.before : st.after;
-        if (std::string(side) == "after") cat.inputs.push_back(cur);
-        if (len <= 0) continue;
-        Node e;
-        e.name = name + "_" + side + "_axis" + axis;
-        e.op = "expand";
-        e.inputs = {fill};
-        e.outputs = {e.name};
-        Shape block = shape;
-        block[size_t(st.axis)] = len;
-        e.attrs["shape"] = block;
-        cat.inputs.push_back(e.outputs[0]);
-        add(std::move(e));
-      }
-      cat.outputs = {i + 1 == steps.size() ? on.output(0) : cat.name};
-      shape[size_t(st.axis)] += std::max<int64_t>(st.before, 0) + std::max<int64_t>(st.after, 0);
-      cur = cat.outputs[0];
-      add(std::move(cat));
+      // A block of the value: the one-element param expanded to the block's shape.
+      auto block = [&](int64_t len, const std::string& side) {
+        Shape extent = shape;
+        extent[size_t(st.axis)] = len;
+        return emit(name + "_" + side + "_axis" + axis, "expand", {float_scalar(value)}, "",
+                    {{"shape", std::vector<int64_t>(extent)}});
+      };
+      std::vector<std::string> parts;
+      if (grow_before > 0) parts.push_back(block(grow_before, "before"));
+      parts.push_back(cur);
+      if (grow_after > 0) parts.push_back(block(grow_after, "after"));
+      cur = emit(name + "_axis" + axis, "concat", parts, last ? on.output(0) : "",
+                 {{"axis", int64_t{st.axis}}});
+      shape[size_t(st.axis)] += grow_before + grow_after;
     }
   }
 
@@ -1275,12 +1255,7 @@ class Importer {
                                  iy = broadcast_source(y->second, to);
       std::vector<int64_t> v(ix.size());
       for (size_t i = 0; i < v.size(); ++i) {
-        const double l = x->first[size_t(ix[i])], r = y->first[size_t(iy[i])];
-        v[i] = op == "Equal"         ? l == r
-               : op == "Less"        ? l < r
-               : op == "LessOrEqual" ? l <= r
-               : op == "Greater"     ? l > r
-                                     : l >= r;
+        v[i] = compared(op, x->first[size_t(ix[i])], y->first[size_t(iy[i])]);
       }
       return set(v, to);
     }
@@ -1487,18 +1462,14 @@ class Importer {
         const int64_t rem = x % (y == 0 ? 1 : y);
         const int64_t mod =
             int_attr(on, "fmod", 0) != 0 || rem == 0 || (rem < 0) == (y < 0) ? rem : rem + y;
-        v[i] = op == "Add"           ? x + y
-               : op == "Sub"         ? x - y
-               : op == "Mul"         ? x * y
-               : op == "Div"         ? x / y
-               : op == "Mod"         ? mod
-               : op == "Equal"       ? x == y
-               : op == "Less"        ? x < y
-               : op == "LessOrEqual" ? x <= y
-               : op == "Greater"     ? x > y
-               : op == "And"         ? (x != 0 && y != 0)
-               : op == "Or"          ? (x != 0 || y != 0)
-                                     : x >= y;
+        v[i] = op == "Add"   ? x + y
+               : op == "Sub" ? x - y
+               : op == "Mul" ? x * y
+               : op == "Div" ? x / y
+               : op == "Mod" ? mod
+               : op == "And" ? (x != 0 && y != 0)
+               : op == "Or"  ? (x != 0 || y != 0)
+                             : compared(op, x, y);
       }
       return set(v, to);
     }
@@ -1531,22 +1502,32 @@ class Importer {
       if (!v) return std::nullopt;
       values.push_back(std::move(*v));
     }
+    // A mask's size, not a weight's: an expand to a large shape stays a node.
+    return run_constant(*n, values, int64_t(1) << 24);
+  }
+
+  // Runs `n` by the reference executor on constant inputs, each declared with its dtype and
+  // layout in the graph and holding `values`; nothing where the output would hold more than
+  // `max_elements`.
+  std::optional<HostTensor> run_constant(const Node& n, const std::vector<HostTensor>& values,
+                                         int64_t max_elements = kMaxElements) const {
     Graph scratch;
     std::set<std::string> seen;
-    for (size_t i = 0; i < n->inputs.size(); ++i) {
-      if (!seen.insert(n->inputs[i]).second) continue;
+    for (size_t i = 0; i < n.inputs.size(); ++i) {
+      if (!seen.insert(n.inputs[i]).second) continue;
       Tensor c;
-      c.name = n->inputs[i];
+      c.name = n.inputs[i];
       c.kind = TensorKind::param;
+      c.dtype = g_.tensor(n.inputs[i]).dtype;
+      c.layout = g_.tensor(n.inputs[i]).layout;
       c.shape = values[i].shape;
       c.data = values[i].data;
       scratch.add_tensor(std::move(c));
     }
-    scratch.add_node(*n);
-    scratch.mark_output(n->outputs[0]);
+    scratch.add_node(n);
+    scratch.mark_output(n.outputs[0]);
     scratch.validate();
-    // A mask's size, not a weight's: an expand to a large shape stays a node.
-    if (num_elements(scratch.tensor(n->outputs[0]).shape) > (int64_t(1) << 24)) return std::nullopt;
+    if (num_elements(scratch.tensor(n.outputs[0]).shape) > max_elements) return std::nullopt;
     std::vector<const HostTensor*> ptrs;
     for (const auto& v : values) ptrs.push_back(&v);
     return reference::run_node(scratch, scratch.nodes()[0], ptrs);
@@ -1636,6 +1617,16 @@ class Importer {
            clamp(first("ends", -extent - 1), -1, extent - 1);
   }
 
+  // A comparison's 0/1, as ONNX's Equal, Less(OrEqual) and Greater(OrEqual) give it.
+  template <typename T>
+  static int64_t compared(const std::string& op, T l, T r) {
+    return op == "Equal"         ? l == r
+           : op == "Less"        ? l < r
+           : op == "LessOrEqual" ? l <= r
+           : op == "Greater"     ? l > r
+                                 : l >= r;
+  }
+
   static Node probe_node(const std::string& name) {  // names a node in shape errors
     Node n;
     n.name = name;
@@ -1667,19 +1658,9 @@ class Importer {
     for (const auto& in : n.inputs) {
       if (!is_param(in)) return false;
     }
-    Graph scratch;
-    std::set<std::string> seen;
-    for (const auto& in : n.inputs) {
-      if (seen.insert(in).second) scratch.add_tensor(g_.tensor(in));
-    }
-    scratch.add_node(n);
-    scratch.mark_output(n.outputs[0]);
-    scratch.validate();
     std::vector<HostTensor> values;
     for (const auto& in : n.inputs) values.push_back(param_values(g_.tensor(in)));
-    std::vector<const HostTensor*> ptrs;
-    for (const auto& v : values) ptrs.push_back(&v);
-    const HostTensor result = reference::run_node(scratch, scratch.nodes()[0], ptrs);
+    const HostTensor result = *run_constant(n, values);
     Tensor p;
     p.name = n.outputs[0];
     p.kind = TensorKind::param;

@@ -46,6 +46,15 @@ graph::Graph small_cnn() {
   return b.build();
 }
 
+// A stem of ViT and Swin: a 4x4 stride-4 convolution of an input x [1, 3, 16, 16], with bias,
+// to `channels` channels.
+graph::GraphBuilder::T patch_embedding(graph::GraphBuilder& b, int64_t channels) {
+  graph::Conv2dOptions patch;
+  patch.strides = {4, 4};
+  auto x = b.input("x", {1, 3, 16, 16});
+  return b.conv2d(x, b.param("w", {channels, 3, 4, 4}), patch, b.param("b", {channels}));
+}
+
 int count(const graph::Graph& g, const std::string& op) {
   int n = 0;
   for (const auto& node : g.nodes()) n += node.op == op;
@@ -112,10 +121,7 @@ TEST_CASE("channels-last takes a lone patch embedding too, and keeps its values"
   // ViT's stem: a 4x4 stride-4 convolution, flattened to tokens. NCHW it vectorises along the
   // output row with inputs 4 apart; NHWC along its 32 output channels.
   graph::GraphBuilder b("patches");
-  graph::Conv2dOptions patch;
-  patch.strides = {4, 4};
-  auto x = b.input("x", {1, 3, 16, 16});
-  auto p = b.conv2d(x, b.param("w", {32, 3, 4, 4}), patch, b.param("b", {32}));
+  auto p = patch_embedding(b, 32);
   b.output(b.transpose(b.reshape(p, {1, 32, 16}), {0, 2, 1}));
   const graph::Graph before = b.build();
   graph::Graph after = before;
@@ -139,10 +145,7 @@ TEST_CASE("channels-last converts the regions that hold a layout op, not every 4
   // around a layer norm. Only the conv (and its bias add) form a region with a layout op; the
   // adds after the permute stay as they are, with no transposes around them.
   graph::GraphBuilder b("swin_stem");
-  graph::Conv2dOptions patch;
-  patch.strides = {4, 4};
-  auto x = b.input("x", {1, 3, 16, 16});
-  auto p = b.conv2d(x, b.param("w", {8, 3, 4, 4}), patch, b.param("b", {8}));
+  auto p = patch_embedding(b, 8);
   auto t = b.transpose(p, {0, 2, 3, 1});  // [1, 4, 4, 8]
   auto y = b.add(t, b.relu(b.layer_norm(t, -1, 1e-5)));
   b.output(b.add(y, b.relu(b.layer_norm(y, -1, 1e-5))));
