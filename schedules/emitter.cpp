@@ -426,6 +426,13 @@ class Applier {
         for (int u = 0; u < f.num_update_definitions(); ++u) one_thread_per_row(f.update(u));
         continue;
       }
+      if (role == "parts") {  // a concat's parts, an update each (ops' lowering)
+        f.compute_at(at);
+        for (int u = 0; u < f.num_update_definitions() && !gpu_; ++u) {
+          f.update(u).vectorize(f.rvars(u)[0], g.vector_lanes, TailStrategy::GuardWithIf);
+        }
+        continue;
+      }
       if (role == "acc" && ns.register_blocked) {
         // Computed per register block of the node.
         if (ns.block) block_anchor(n, ns, ln.output(), f, *ns.block);

@@ -564,6 +564,7 @@ class Lowerer {
 
   Func concat(const Node& n) {
     const int axis = graph::normalize_axis(n, graph::attr_int(n, "axis", 0), vars_.size());
+    if (axis + 1 == int(vars_.size()) && n.inputs.size() > 1) return concat_innermost(n, axis);
     Expr e;
     int offset = 0;
     std::vector<std::pair<Expr, Expr>> parts;
@@ -578,6 +579,29 @@ class Lowerer {
     e = parts.back().second;
     for (int i = int(parts.size()) - 2; i >= 0; --i) e = select(parts[i].first, parts[i].second, e);
     return define(n, e);
+  }
+
+  // A concat along the innermost axis (NHWC channels, a row's columns): a consumer's vectors
+  // cross its parts, where the select below clamps a ramp of indices into a gather from every
+  // part (Swin-T's patch merging, a layer norm over 4 slices joined along C: 782 us a call
+  // against 17 us predicted, 2 Zen 4 cores). The parts are copied into a helper instead, one
+  // update each over its own columns (dense loads and stores), computed where the schedule
+  // computes the node's tile; the output reads the helper.
+  Func concat_innermost(const Node& n, int axis) {
+    Func parts = helper(n, "parts");
+    std::vector<Expr> xi = exprs(vars_);
+    parts(halide_args(vars_)) = undef(at(in(n, 0), xi).type());
+    int offset = 0;
+    for (size_t i = 0; i < n.inputs.size(); ++i) {
+      const int len = int(shape(n, i)[axis]);
+      RDom r(0, len, unique(n.name + "_part" + std::to_string(i)));
+      std::vector<Expr> src = exprs(vars_), dst = exprs(vars_);
+      src[size_t(axis)] = r.x;
+      dst[size_t(axis)] = r.x + offset;
+      parts(std::vector<Expr>(dst.rbegin(), dst.rend())) = at(in(n, i), src);
+      offset += len;
+    }
+    return define(n, parts(halide_args(vars_)));
   }
 
   // Distinct sanitised names: two graph names may sanitise to the same string.

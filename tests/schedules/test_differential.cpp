@@ -17,6 +17,8 @@
 #include "fusion/graph/json_io.h"
 #include "fusion/graph/random_graph.h"
 #include "fusion/graph/zoo.h"
+#include "fusion/ops/lower.h"
+#include "fusion/ops/realize.h"
 #include "fusion/planner/planner.h"
 #include "fusion/reference/compare.h"
 #include "fusion/reference/executor.h"
@@ -605,4 +607,39 @@ TEST_CASE("a timed run's time per group: each root Func's production goes to its
   schedules::CompiledPlan plain(g, plan, graph::random_inputs(g, 1));
   plain.run();
   CHECK(plain.root_seconds().empty());
+}
+
+TEST_CASE("Swin's patch merging: a concat along the innermost axis copies its parts") {
+  // The four 2x2-strided slices of a [1, 8, 8, 24] map joined along C (96 columns, not a
+  // multiple of AVX-512's 32-lane vectors), a layer norm and a linear, in one group. The
+  // concat's parts are a helper, an update each (dense copies, not the clamped gathers of
+  // one select); a concat along another axis keeps its select. JIT against the reference.
+  graph::GraphBuilder b("patch_merging");
+  auto x = b.input("x", {1, 8, 8, 24});
+  std::vector<graph::GraphBuilder::T> parts;
+  for (int64_t h : {0, 1}) {
+    for (int64_t w : {0, 1}) parts.push_back(b.slice(x, {h, w}, {8, 8}, {1, 2}, {2, 2}));
+  }
+  auto merged = b.concat(parts, 3);
+  auto normed = b.layer_norm(merged);
+  b.output(b.linear(normed, b.param("w", {96, 48})));
+  b.output(b.concat({parts[0], parts[1]}, 1));
+  const graph::Graph g = b.build();
+
+  std::vector<Halide::Buffer<>> keep;
+  const ops::LoweredGraph lowered = ops::lower(
+      g, ops::buffer_sources(g, graph::random_inputs(g, 3), graph::param_values(g), keep));
+  for (const ops::LoweredNode& n : lowered.nodes) {
+    if (n.node != "concat_0" && n.node != "concat_1") continue;
+    CAPTURE(n.node);
+    const bool helper = n.roles.size() == 2 && n.roles[0] == "parts";
+    CHECK(helper == (n.node == "concat_0"));
+    if (helper) CHECK(n.funcs[0].num_update_definitions() == 4);
+  }
+
+  std::vector<fusion::UserGroup> groups(2);
+  groups[0].nodes = {"slice_0",  "slice_1",      "slice_2", "slice_3",
+                     "concat_0", "layer_norm_0", "linear_0"};
+  groups[1].nodes = {"concat_1"};
+  check_user_groups(g, groups, 12);
 }
