@@ -427,25 +427,29 @@ TEST_CASE("an NHWC conv's input channels and a linear's K in chunks; blocks of r
   // Swin-T's tokens [1, H, W, C]: at W = 7 and 14, 6-row blocks overlap to 12 and 18 rows, so
   // 7 rows (28 zmm accumulators beside 4 of B); at W = 28 and 56 the overlap is small and 6
   // rows stay. With AVX2's 16 registers there is no room for a row more.
-  auto token_block = [&](int64_t w, const schedules::TargetFacts& t) {
+  auto token_block = [&](int64_t w, const schedules::TargetFacts& t, int64_t n = 3072) {
     graph::GraphBuilder gb("tokens");
     auto x = gb.input("x", {1, w, w, 768});
-    gb.output(gb.linear(x, gb.param("w", {768, 3072})));
+    gb.output(gb.linear(x, gb.param("w", {768, n})));
     std::vector<fusion::UserGroup> groups(1);
     groups[0].nodes = {"linear_0"};
     const graph::Graph g = gb.build();
     const fusion::RooflineCostModel model(fusion::builtin_profile("epyc-avx512-2c"));
     const schedules::PipelineSchedule s =
         schedules::schedule_plan(g, fusion::plan_from_user_groups(g, model, groups), t);
-    return s.groups[0].find("linear_0")->block->rows;
+    const schedules::RegisterBlock& block = *s.groups[0].find("linear_0")->block;
+    return std::make_pair(block.rows, block.vectors);
   };
-  CHECK(token_block(7, avx512) == 7);
-  CHECK(token_block(14, avx512) == 7);
-  CHECK(token_block(28, avx512) == 6);
-  CHECK(token_block(56, avx512) == 6);
+  CHECK(token_block(7, avx512).first == 7);
+  CHECK(token_block(14, avx512).first == 7);
+  CHECK(token_block(28, avx512).first == 6);
+  CHECK(token_block(56, avx512).first == 6);
+  // 96 columns (3 vectors of 32 lanes, not 2): blocks of 3 vectors x 4 rows, none moved back.
+  CHECK(token_block(56, avx512, 96) == std::make_pair(4, 3));
+  CHECK(token_block(56, avx512, 128) == std::make_pair(6, 2));
   const schedules::TargetFacts avx2 = schedules::facts_of(fusion::builtin_profile("x86-avx2-8c"));
   REQUIRE(avx2.vector_registers == 16);
-  CHECK(token_block(7, avx2) < 7);
+  CHECK(token_block(7, avx2).first < 7);
 
   // A chunk for an anchor whose reduction is neither is refused, naming the node.
   graph::GraphBuilder mb("mm");
