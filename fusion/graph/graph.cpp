@@ -65,6 +65,15 @@ std::string shape_to_string(const Shape& s) {
   for (size_t i = 0; i < s.size(); ++i) out += (i ? "," : "") + std::to_string(s[i]);
   return out + "]";
 }
+std::pair<size_t, size_t> reshape_kept_dims(const Shape& in, const Shape& out) {
+  size_t lead = 0, trail = 0;
+  while (lead < in.size() && lead < out.size() && in[lead] == out[lead]) ++lead;
+  while (trail + lead < in.size() && trail + lead < out.size() &&
+         in[in.size() - 1 - trail] == out[out.size() - 1 - trail]) {
+    ++trail;
+  }
+  return {lead, trail};
+}
 int64_t num_elements(const Shape& s) {
   int64_t n = 1;
   for (int64_t d : s) {

@@ -15,6 +15,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -147,6 +148,9 @@ DType dtype_from_string(const std::string& s);
 Layout layout_from_string(const std::string& s);
 std::string shape_to_string(const Shape& s);
 int64_t num_elements(const Shape& s);
+// The leading and trailing dims a reshape from `in` to `out` keeps (equal extents from either
+// end): they map one to one; the dims between are flattened and split again.
+std::pair<size_t, size_t> reshape_kept_dims(const Shape& in, const Shape& out);
 size_t dtype_bytes(DType d);
 
 // Per symbol, the (input, axis) pairs it names.

@@ -544,12 +544,7 @@ class Lowerer {
     // direct map keeps bounds exact: Halide bounds `flat % extent` over a tile by the whole
     // extent, so a tile of [1, 32] read from a [1, 1, 1, 32] pool through the offset computed
     // all 32 channels of the pool in each of its 4 tiles.
-    size_t lead = 0, trail = 0;
-    while (lead < s.size() && lead < o.size() && s[lead] == o[lead]) ++lead;
-    while (trail + lead < s.size() && trail + lead < o.size() &&
-           s[s.size() - 1 - trail] == o[o.size() - 1 - trail]) {
-      ++trail;
-    }
+    const auto [lead, trail] = graph::reshape_kept_dims(s, o);
     std::vector<Expr> xi(s.size());
     for (size_t i = 0; i < lead; ++i) xi[i] = vars_[i];
     for (size_t i = 0; i < trail; ++i) xi[s.size() - 1 - i] = vars_[o.size() - 1 - i];

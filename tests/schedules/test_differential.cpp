@@ -647,3 +647,34 @@ TEST_CASE("Swin's patch merging: a concat along the innermost axis copies its pa
   groups[1].nodes = {"concat_1"};
   check_user_groups(g, groups, 12);
 }
+
+TEST_CASE("a row statistic read through a window partition is computed once, not in every tile") {
+  // Swin-T's stem: patch merging's concat and layer norm, then the window partition
+  // ([1, 8, 8, 32] -> [1, 2, 4, 2, 4, 32], the windows' dims together, [4, 16, 32]) in one
+  // group. The partition's rows map to the norm's through / and %, so a tile of windows
+  // would need the whole norm: it is materialized, and the concat's parts (inlined into it)
+  // are computed at it. JIT against the reference.
+  graph::GraphBuilder b("windows");
+  auto x = b.input("x", {1, 16, 16, 8});
+  std::vector<graph::GraphBuilder::T> parts;
+  for (int64_t h : {0, 1}) {
+    for (int64_t w : {0, 1}) parts.push_back(b.slice(x, {h, w}, {16, 16}, {1, 2}, {2, 2}));
+  }
+  auto normed = b.layer_norm(b.concat(parts, 3));
+  auto windows = b.reshape(b.transpose(b.reshape(normed, {1, 2, 4, 2, 4, 32}), {0, 1, 3, 2, 4, 5}),
+                           {4, 16, 32});
+  b.output(b.relu(windows));
+  const graph::Graph g = b.build();
+  std::vector<fusion::UserGroup> groups(1);
+  groups[0].nodes = {"slice_0",      "slice_1",   "slice_2",     "slice_3",   "concat_0",
+                     "layer_norm_0", "reshape_0", "transpose_0", "reshape_1", "relu_0"};
+  const fusion::FusionPlan plan = check_user_groups(g, groups, 13);
+  const schedules::PipelineSchedule s = jit_schedule(g, plan);
+  const schedules::NodeSchedule* norm = s.groups[0].find("layer_norm_0");
+  const schedules::NodeSchedule* concat = s.groups[0].find("concat_0");
+  REQUIRE(norm != nullptr);
+  REQUIRE(concat != nullptr);
+  CHECK(norm->placement == schedules::Placement::materialized);
+  CHECK(concat->placement == schedules::Placement::inlined);
+  CHECK(concat->root == "layer_norm_0");
+}
