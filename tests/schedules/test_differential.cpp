@@ -70,6 +70,17 @@ schedules::PipelineSchedule jit_schedule(const graph::Graph& g, const fusion::Fu
       g, plan, schedules::target_facts(Halide::get_jit_target_from_environment(), {}, 2));
 }
 
+// Swin's patch merging: the four 2x2-strided quarters of x [1, hw, hw, C] (even and odd rows
+// and columns), to be joined along C.
+std::vector<graph::GraphBuilder::T> patch_quarters(graph::GraphBuilder& b,
+                                                   const graph::GraphBuilder::T& x, int64_t hw) {
+  std::vector<graph::GraphBuilder::T> parts;
+  for (int64_t h : {0, 1}) {
+    for (int64_t w : {0, 1}) parts.push_back(b.slice(x, {h, w}, {hw, hw}, {1, 2}, {2, 2}));
+  }
+  return parts;
+}
+
 }  // namespace
 
 TEST_CASE("a CPU target's ISA: vector width and register file, as the register blocks use it") {
@@ -620,10 +631,7 @@ TEST_CASE("Swin's patch merging: a concat along the innermost axis copies its pa
   // one select); a concat along another axis keeps its select. JIT against the reference.
   graph::GraphBuilder b("patch_merging");
   auto x = b.input("x", {1, 8, 8, 24});
-  std::vector<graph::GraphBuilder::T> parts;
-  for (int64_t h : {0, 1}) {
-    for (int64_t w : {0, 1}) parts.push_back(b.slice(x, {h, w}, {8, 8}, {1, 2}, {2, 2}));
-  }
+  const std::vector<graph::GraphBuilder::T> parts = patch_quarters(b, x, 8);
   auto merged = b.concat(parts, 3);
   auto normed = b.layer_norm(merged);
   b.output(b.linear(normed, b.param("w", {96, 48})));
@@ -656,10 +664,7 @@ TEST_CASE("a row statistic read through a window partition is computed once, not
   // are computed at it. JIT against the reference.
   graph::GraphBuilder b("windows");
   auto x = b.input("x", {1, 16, 16, 8});
-  std::vector<graph::GraphBuilder::T> parts;
-  for (int64_t h : {0, 1}) {
-    for (int64_t w : {0, 1}) parts.push_back(b.slice(x, {h, w}, {16, 16}, {1, 2}, {2, 2}));
-  }
+  const std::vector<graph::GraphBuilder::T> parts = patch_quarters(b, x, 16);
   auto normed = b.layer_norm(b.concat(parts, 3));
   auto windows = b.reshape(b.transpose(b.reshape(normed, {1, 2, 4, 2, 4, 32}), {0, 1, 3, 2, 4, 5}),
                            {4, 16, 32});
