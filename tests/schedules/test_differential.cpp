@@ -683,3 +683,26 @@ TEST_CASE("a row statistic read through a window partition is computed once, not
   CHECK(concat->placement == schedules::Placement::inlined);
   CHECK(concat->root == "layer_norm_0");
 }
+
+TEST_CASE("a window partition a linear reads is materialized, not inlined into its blocks") {
+  // Swin-T's shifted windows: a roll (slices joined along H), the partition's reshapes and
+  // permute, then the qkv linear, in one group. Inlined, the partition's / and % and the
+  // roll's selects ran for every element the linear's blocks broadcast. JIT against the
+  // reference.
+  graph::GraphBuilder b("shifted_windows");
+  auto x = b.input("x", {1, 8, 8, 16});
+  auto rolled = b.concat({b.slice(x, {2}, {8}, {1}), b.slice(x, {0}, {2}, {1})}, 1);
+  auto windows = b.reshape(b.transpose(b.reshape(rolled, {1, 2, 4, 2, 4, 16}), {0, 1, 3, 2, 4, 5}),
+                           {4, 16, 16});
+  b.output(b.linear(windows, b.param("w", {16, 48}), b.param("bias", {48})));
+  const graph::Graph g = b.build();
+  std::vector<fusion::UserGroup> groups(1);
+  groups[0].nodes = {"slice_0",     "slice_1",   "concat_0", "reshape_0",
+                     "transpose_0", "reshape_1", "linear_0"};
+  const fusion::FusionPlan plan = check_user_groups(g, groups, 14);
+  const schedules::PipelineSchedule s = jit_schedule(g, plan);
+  const schedules::NodeSchedule* partition = s.groups[0].find("reshape_1");
+  REQUIRE(partition != nullptr);
+  CHECK(partition->placement == schedules::Placement::materialized);
+  CHECK(s.groups[0].find("reshape_0")->placement == schedules::Placement::inlined);
+}
