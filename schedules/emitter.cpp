@@ -428,7 +428,8 @@ class Applier {
       }
       if (role == "parts") {  // a concat's parts, an update each (ops' lowering)
         f.compute_at(at);
-        for (int u = 0; u < f.num_update_definitions() && !gpu_; ++u) {
+        if (gpu_) continue;
+        for (int u = 0; u < f.num_update_definitions(); ++u) {
           f.update(u).vectorize(f.rvars(u)[0], g.vector_lanes, TailStrategy::GuardWithIf);
         }
         continue;

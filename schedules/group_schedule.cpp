@@ -712,8 +712,8 @@ class GroupScheduler {
         // ~0.87 of a 6-row one's work a cycle. Swin-T's linears (AVX-512, 2 Zen 4 cores,
         // JIT, in the network): M = 7 1.90 -> 1.25 ms, M = 14 1.47 -> 1.32 ms, but M = 49 and
         // 56 lost 2-30% with 7 rows; so 7 rows where 6 compute >= 1 / 0.87 the rows M holds.
-        const int rows_more = (t_.vector_registers - vector_regs) / vector_regs;
-        if (t_.vector_registers >= 32 && rows_more > rows_wanted && ue % rows_more == 0 &&
+        const int rows_more = wide_block_rows(vector_regs);
+        if (broadcasts_from_memory() && rows_more > rows_wanted && ue % rows_more == 0 &&
             ue % rows_wanted != 0) {
           const int64_t overlapping = (ue + rows_wanted - 1) / rows_wanted * rows_wanted;
           if (0.87 * double(overlapping) > double(ue)) rows_wanted = rows_more;
@@ -766,12 +766,16 @@ class GroupScheduler {
   // Can a block of `cout` output channels in vectors of `b.lanes` be wide on this target: 32
   // vector registers, natural-width vectors, Cout in whole wide blocks.
   bool wide_block_target(const RegisterBlock& b, int64_t cout) const {
-    return t_.vector_registers >= 32 && b.lanes == t_.lanes &&
+    return broadcasts_from_memory() && b.lanes == t_.lanes &&
            cout % (int64_t(kWideBlockVectors) * b.lanes) == 0;
   }
-  // A wide block's rows: the registers its weight vectors leave, 7 of AVX-512's 32.
-  int wide_block_rows() const {
-    return (t_.vector_registers - kWideBlockVectors) / kWideBlockVectors;
+  // A target of 32 vector registers (AVX-512), whose FMA takes its broadcast operand from
+  // memory: a block needs registers for its accumulators and its weight (B) vectors only.
+  bool broadcasts_from_memory() const { return t_.vector_registers >= 32; }
+  // The rows of a block of `vector_regs` weight registers where the broadcast takes none: the
+  // registers they leave, 7 of AVX-512's 32 for a wide block's 4.
+  int wide_block_rows(int vector_regs = kWideBlockVectors) const {
+    return (t_.vector_registers - vector_regs) / vector_regs;
   }
 
   void check_block_requests() const {

@@ -584,8 +584,7 @@ class Lowerer {
   // computes the node's tile; the output reads the helper.
   Func concat_innermost(const Node& n, int axis) {
     Func parts = helper(n, "parts");
-    std::vector<Expr> xi = exprs(vars_);
-    parts(halide_args(vars_)) = undef(at(in(n, 0), xi).type());
+    parts(halide_args(vars_)) = undef(in(n, 0).type());
     int offset = 0;
     for (size_t i = 0; i < n.inputs.size(); ++i) {
       const int len = int(shape(n, i)[axis]);
