@@ -81,6 +81,13 @@ std::vector<graph::GraphBuilder::T> patch_quarters(graph::GraphBuilder& b,
   return parts;
 }
 
+// Swin's window partition of x [1, 8, 8, C] into 2 x 2 windows of 4 x 4: the windows' dims
+// brought together, [4, 16, C].
+graph::GraphBuilder::T window_partition(graph::GraphBuilder& b, const graph::GraphBuilder::T& x,
+                                        int64_t c) {
+  return b.reshape(b.transpose(b.reshape(x, {1, 2, 4, 2, 4, c}), {0, 1, 3, 2, 4, 5}), {4, 16, c});
+}
+
 }  // namespace
 
 TEST_CASE("a CPU target's ISA: vector width and register file, as the register blocks use it") {
@@ -666,8 +673,7 @@ TEST_CASE("a row statistic read through a window partition is computed once, not
   auto x = b.input("x", {1, 16, 16, 8});
   const std::vector<graph::GraphBuilder::T> parts = patch_quarters(b, x, 16);
   auto normed = b.layer_norm(b.concat(parts, 3));
-  auto windows = b.reshape(b.transpose(b.reshape(normed, {1, 2, 4, 2, 4, 32}), {0, 1, 3, 2, 4, 5}),
-                           {4, 16, 32});
+  auto windows = window_partition(b, normed, 32);
   b.output(b.relu(windows));
   const graph::Graph g = b.build();
   std::vector<fusion::UserGroup> groups(1);
@@ -692,8 +698,7 @@ TEST_CASE("a window partition a linear reads is materialized, not inlined into i
   graph::GraphBuilder b("shifted_windows");
   auto x = b.input("x", {1, 8, 8, 16});
   auto rolled = b.concat({b.slice(x, {2}, {8}, {1}), b.slice(x, {0}, {2}, {1})}, 1);
-  auto windows = b.reshape(b.transpose(b.reshape(rolled, {1, 2, 4, 2, 4, 16}), {0, 1, 3, 2, 4, 5}),
-                           {4, 16, 16});
+  auto windows = window_partition(b, rolled, 16);
   b.output(b.linear(windows, b.param("w", {16, 48}), b.param("bias", {48})));
   const graph::Graph g = b.build();
   std::vector<fusion::UserGroup> groups(1);
