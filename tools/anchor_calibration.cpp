@@ -170,23 +170,26 @@ graph::Graph join_calibration_graph() {
 
 namespace {
 
-// Plans `g` with `profile`, JIT-compiles it with each group's productions timed, and appends a
-// sample per timed group (the warm-up group and the feeders left out) to `out`.
-void time_graph(const graph::Graph& g, const fusion::HardwareProfile& profile, double seconds,
-                std::vector<AnchorSample>& out) {
+// Plans `g` with `profile` and appends a sample per group (the warm-up group and the feeders
+// left out) to `out`. With `seconds` > 0 the plan is JIT-compiled with each group's
+// productions timed, and only the timed groups are sampled; otherwise nothing is measured.
+void sample_graph(const graph::Graph& g, const fusion::HardwareProfile& profile, double seconds,
+                  std::vector<AnchorSample>& out) {
   const fusion::RooflineCostModel model(profile);
   const fusion::FusionPlan plan = fusion::plan_fusion(g, model);
-  schedules::CompiledPlan jit(g, plan, graph::random_inputs(g, 1), {}, /*timed=*/true);
-  jit.run();  // warm-up
   std::vector<std::vector<double>> runs(plan.groups.size());
-  const auto t0 = std::chrono::steady_clock::now();
-  for (int r = 0;
-       r < 10 ||
-       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() < seconds;
-       ++r) {
-    jit.run();
-    for (const auto& t : schedules::times_by_group(g, plan, jit.root_seconds())) {
-      if (t.group >= 0) runs[size_t(t.group)].push_back(t.measured_s);
+  if (seconds > 0) {
+    schedules::CompiledPlan jit(g, plan, graph::random_inputs(g, 1), {}, /*timed=*/true);
+    jit.run();  // warm-up
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int r = 0;
+         r < 10 ||
+         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() < seconds;
+         ++r) {
+      jit.run();
+      for (const auto& t : schedules::times_by_group(g, plan, jit.root_seconds())) {
+        if (t.group >= 0) runs[size_t(t.group)].push_back(t.measured_s);
+      }
     }
   }
   const graph::IndexedGraph ig(g);
@@ -194,7 +197,7 @@ void time_graph(const graph::Graph& g, const fusion::HardwareProfile& profile, d
   for (size_t i = 0; i < ig.size(); ++i) index[ig.node(i).name] = i;
   const auto layer = layer_of_nodes(g);
   for (const auto& grp : plan.groups) {
-    if (runs[size_t(grp.id)].empty()) continue;
+    if (seconds > 0 && runs[size_t(grp.id)].empty()) continue;
     if (layer.count(grp.nodes.front()) && layer.at(grp.nodes.front()) == kWarmUp) continue;
     if (is_feeder(ig, index, grp.nodes)) continue;
     const fusion::GroupEstimate& e = grp.estimate;
@@ -213,7 +216,7 @@ void time_graph(const graph::Graph& g, const fusion::HardwareProfile& profile, d
     s.t_memory_s = e.t_memory_s;
     s.t_overhead_s = e.t_overhead_s;
     s.predicted_s = e.t_total_s;
-    s.measured_s = median_of(runs[size_t(grp.id)]);
+    if (seconds > 0) s.measured_s = median_of(runs[size_t(grp.id)]);
     out.push_back(s);
   }
 }
@@ -223,9 +226,13 @@ void time_graph(const graph::Graph& g, const fusion::HardwareProfile& profile, d
 std::vector<AnchorSample> time_calibration_graph(const fusion::HardwareProfile& profile,
                                                  double seconds) {
   std::vector<AnchorSample> out;
-  time_graph(calibration_graph(), profile, seconds, out);
-  time_graph(join_calibration_graph(), profile, seconds, out);
+  sample_graph(calibration_graph(), profile, seconds, out);
+  sample_graph(join_calibration_graph(), profile, seconds, out);
   return out;
+}
+
+std::vector<AnchorSample> predict_calibration_graph(const fusion::HardwareProfile& profile) {
+  return time_calibration_graph(profile, 0);
 }
 
 double layer_share(const AnchorSample& s, double peak) {

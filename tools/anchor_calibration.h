@@ -52,6 +52,9 @@ graph::Graph join_calibration_graph();
 // environment's target (HL_JIT_TARGET), and times each group over `seconds` of runs (medians).
 std::vector<AnchorSample> time_calibration_graph(const fusion::HardwareProfile& profile,
                                                  double seconds = 1.0);
+// The same two graphs planned with `profile`, every group's prediction and nothing measured
+// (measured_s 0): how a fitted profile predicts the layers another profile's run measured.
+std::vector<AnchorSample> predict_calibration_graph(const fusion::HardwareProfile& profile);
 
 // The share of the peak one sample shows (as above), at least kMinShare, above 1 where the
 // layer outran the profile's peak (the fit takes 1); 0 where it shows none (no anchor, two

@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <map>
 #include <set>
 
 #include "fusion/cost/cost_model.h"
@@ -125,15 +126,25 @@ TEST_CASE("the calibration layers time through the JIT: every layer a group, sha
   CHECK(classes.count("matmul"));
   const fusion::HardwareProfile fitted = tools::fit_anchor_efficiency(p, samples);
   CHECK(fitted.anchor_efficiency.size() == 7);
-  // Planned and measured again with the fitted profile, more layers are predicted within 1.5x
-  // than by the plain roofline: the fit and the cost model read the estimate alike.
+  // Planned again with the fitted profile, more layers are predicted within 1.5x of what they
+  // measured than by the plain roofline: the fit and the cost model read the estimate alike.
+  // The same measurements on both sides (a second timing on a shared machine drifts by more
+  // than the tolerance: 1 to 26 of 26 within 1.5x from one run to the next).
   auto within = [](const std::vector<tools::AnchorSample>& v) {
     int n = 0;
     for (const auto& s : v)
       n += s.predicted_s <= 1.5 * s.measured_s && s.measured_s <= 1.5 * s.predicted_s;
     return n;
   };
-  const auto again = tools::time_calibration_graph(fitted, 0.01);
+  std::map<std::string, double> measured;  // layer -> measured_s
+  for (const auto& s : samples) measured[s.layer] = s.measured_s;
+  std::vector<tools::AnchorSample> again;
+  for (auto s : tools::predict_calibration_graph(fitted)) {
+    CHECK(s.measured_s == 0);
+    if (!measured.count(s.layer)) continue;
+    s.measured_s = measured.at(s.layer);
+    again.push_back(s);
+  }
   REQUIRE(again.size() == samples.size());
   MESSAGE("within 1.5x: plain roofline ", within(samples), ", fitted ", within(again), " of ",
           samples.size());
