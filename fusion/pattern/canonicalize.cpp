@@ -25,6 +25,7 @@ gelu_erf: (div | mul) -> erf -> add -> mul -> mul
 silu: sigmoid -> mul
 relu6: clamp
 linear: matmul -> add
+linear_no_bias: matmul
 conv_bn: conv2d -> batch_norm
 )",
                                                      "canonical rules");
@@ -110,6 +111,7 @@ class Rewriter {
       return unary("relu6", n[0]->inputs[0], *n[0]);
     }
     if (rule == "linear") return linear(n);
+    if (rule == "linear_no_bias") return linear_no_bias(*n[0]);
     if (rule == "conv_bn") return conv_bn(n);
     return std::nullopt;
   }
@@ -207,6 +209,22 @@ class Rewriter {
     r.op = "linear";
     r.inputs = {mm.inputs[0], w, bias};
     r.outputs = add.outputs;
+    return r;
+  }
+
+  // x W with W a 2-D constant [K, N] and no bias to take (Swin-T's patch merging, nn.Linear
+  // with bias=False): a linear all the same, whose weights the build packs and whose rows and
+  // columns the schedule tiles as a linear's, not a matmul of two activations. Tried after
+  // `linear`, so a bias that follows is always taken first.
+  std::optional<Node> linear_no_bias(const Node& mm) {
+    const std::string w = mm.inputs[1];
+    if (!is_param(w) || g_.tensor(w).shape.size() != 2) return std::nullopt;
+    if (g_.tensor(mm.inputs[0]).shape.size() < 2) return std::nullopt;  // a vector: not rows
+    Node r;
+    r.name = mm.name;
+    r.op = "linear";
+    r.inputs = {mm.inputs[0], w};
+    r.outputs = mm.outputs;
     return r;
   }
 

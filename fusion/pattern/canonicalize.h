@@ -7,6 +7,7 @@
 //   silu        sigmoid -> mul                       x * sigmoid(x)
 //   relu6       clamp                                Clip(0, 6)
 //   linear      matmul -> add                        x W + b, W [K, N] and b [N] constants
+//               matmul                               x W, no bias (linear_no_bias)
 //
 // Each rewrite is a rule of the pattern language (7.2.1) that finds candidates with the
 // matcher, and a check of what the pattern cannot say (the same x feeding both ends,

@@ -90,6 +90,41 @@ TEST_CASE("a rewrite does not fire when an inner value is used elsewhere or a co
   CHECK(g2.nodes()[0].op == "clamp");
 }
 
+TEST_CASE("a MatMul by a constant [K, N] with no bias to take is a linear without one") {
+  // Swin-T's patch merging (nn.Linear, bias=False): x [1, 4, 4, 16] W [16, 8], then a residual
+  // Add of an activation, which is no bias; a MatMul of two activations stays a matmul.
+  OnnxModel om(17);
+  om.input("x", {1, 4, 4, 16});
+  om.input("r", {1, 4, 4, 8});
+  om.input("y", {1, 4, 16, 8});
+  om.init("w", {16, 8}, opfuse::testing::random_values(16 * 8, -0.5f, 0.5f, 21));
+  om.node("MatMul", "reduction", {"x", "w"}, "m");
+  om.node("Add", "residual", {"m", "r"}, "out");
+  om.node("MatMul", "activations", {"x", "y"}, "xy");
+  om.output("out");
+  om.output("xy");
+  const graph::Graph raw = graph::import_onnx_bytes(om.bytes(), "no_bias.onnx");
+  graph::Graph g = raw;
+  CHECK(fired(fusion::canonicalize(g)) == std::map<std::string, int>{{"linear_no_bias", 1}});
+  std::map<std::string, const graph::Node*> by_name;
+  for (const auto& n : g.nodes()) by_name[n.name] = &n;
+  REQUIRE(by_name.count("reduction"));
+  CHECK(by_name.at("reduction")->op == "linear");
+  CHECK(by_name.at("reduction")->inputs.size() == 2);
+  CHECK(by_name.at("residual")->op == "add");
+  CHECK(by_name.at("activations")->op == "matmul");
+  const graph::TensorMap in = graph::random_inputs(raw, 5);
+  const graph::TensorMap want = reference::run(raw, in);
+  const fusion::RooflineCostModel model(fusion::builtin_profile("epyc-avx512-2c"));
+  const graph::TensorMap got = schedules::realize_with_plan(g, fusion::plan_fusion(g, model), in);
+  for (const auto& out : raw.outputs()) {
+    CAPTURE(out);
+    const auto c =
+        reference::compare(got.at(out).data, want.at(out).data, reference::kGraphTolerance);
+    CHECK_MESSAGE(c.ok(), c.summary());
+  }
+}
+
 TEST_CASE("a batch norm after a convolution is folded into its weights") {
   using opfuse::testing::random_values;
   // Conv (with and without a bias; dense and depthwise) -> BatchNormalization -> Relu, as the
