@@ -5,6 +5,7 @@
 #include <iomanip>
 #include <nlohmann/json.hpp>
 #include <numeric>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 #include <unordered_map>
@@ -385,17 +386,35 @@ class GroupScheduler {
     return false;
   }
 
-  // Does a reshape that splits or merges dims above a trailing dim it keeps lie downstream of
-  // `name` in the group? Swin-T's window partition, [1, 56, 56, 96] -> [1, 8, 7, 8, 7, 96]:
-  // its stem's second layer norm, computed at the tiles of windows it feeds, was computed
-  // whole in each of 16 tiles (1.1 ms against 0.17 ms predicted).
-  bool reshapes_outer_dims_below(const std::string& name) const {
+  // Does a member downstream of `name` in the group map a tile's rows to a range of `name`'s
+  // that Halide bounds by (nearly) its whole extent? A reshape that splits or merges dims
+  // above a trailing dim it keeps: Swin-T's window partition, [1, 56, 56, 96] ->
+  // [1, 8, 7, 8, 7, 96]; its stem's second layer norm, computed at the tiles of windows it
+  // feeds, was computed whole in each of 16 tiles (1.1 ms against 0.17 ms predicted). Or a
+  // roll (below).
+  bool remaps_rows_below(const std::string& name) const {
     bool found = false;
     walk_downstream(name, [&](const std::string& m) {
-      found = found || reshapes_outer_dims(node(m));
+      found = found || reshapes_outer_dims(node(m)) || rolls(node(m));
       return !found;
     });
     return found;
+  }
+  // Is `n` a roll: a concat along an outer axis of two slices of one tensor (Swin-T's cyclic
+  // shift, x[53:56] ++ x[0:53] along H)? A tile's rows read both ends of the tensor, and Halide
+  // bounds the tensor by their hull: each of 8 tiles of a shifted block's roll computed the
+  // layer norm it reads whole.
+  bool rolls(const graph::Node& n) const {
+    if (n.op != "concat") return false;
+    const int rank = int(ig_.graph().tensor(n.outputs[0]).shape.size());
+    if (graph::normalize_axis(n, graph::attr_int(n, "axis", 0), rank) == rank - 1) return false;
+    std::set<std::string> sliced;  // the tensors the parts slice
+    for (const auto& part : n.inputs) {
+      const int p = ig_.producer(part);
+      if (p < 0 || ig_.node(size_t(p)).op != "slice") continue;
+      if (!sliced.insert(ig_.node(size_t(p)).inputs[0]).second) return true;
+    }
+    return false;
   }
   // Is `n` a reshape that splits or merges dims above a trailing dim it keeps?
   bool reshapes_outer_dims(const graph::Node& n) const {
@@ -457,12 +476,12 @@ class GroupScheduler {
           reason_[name] = "elementwise: recomputed where it is read";
         }
       } else if (!graph::has_trait(ig_.node(n).op, graph::OpTrait::anchor) &&
-                 reshapes_outer_dims_below(name)) {
+                 remaps_rows_below(name)) {
         materialized_.insert(name);
         reason_[name] =
-            "read through a reshape of outer dims (as a window partition): a tile's rows map "
-            "through / and %, which Halide bounds by their whole range, so computed per tile "
-            "it would be computed whole in every tile";
+            "read through a reshape of outer dims (as a window partition) or a roll: a tile's "
+            "rows map through / and % or to both ends of it, which Halide bounds by their whole "
+            "range, so computed per tile it would be computed whole in every tile";
       } else if (row_statistics_inline(n)) {
         inlined_.insert(name);
         reason_[name] = "a row statistic read only elementwise: its statistics at the tile, "

@@ -690,6 +690,33 @@ TEST_CASE("a row statistic read through a window partition is computed once, not
   CHECK(concat->root == "layer_norm_0");
 }
 
+TEST_CASE("a row statistic read through a roll is computed once, not in every tile") {
+  // Swin-T's shifted block's cyclic shift: the residual, its layer norm, then a roll (its last
+  // rows joined along H before its first). A tile of the roll's rows reads both ends of the
+  // norm, and Halide bounds the norm by their hull: computed at the tile it would be computed
+  // whole in each. It is materialized; a concat along H of slices of two tensors is no roll,
+  // and the norm it reads stays at the tile. JIT against the reference.
+  graph::GraphBuilder b("roll");
+  auto x = b.input("x", {1, 16, 8, 32});
+  auto y = b.input("y", {1, 16, 8, 32});
+  auto normed = b.layer_norm(b.add(x, y));
+  b.output(b.concat({b.slice(normed, {13}, {16}, {1}), b.slice(normed, {0}, {13}, {1})}, 1));
+  auto other = b.layer_norm(b.add(y, x));
+  b.output(b.concat({b.slice(other, {13}, {16}, {1}), b.slice(x, {0}, {13}, {1})}, 1));
+  const graph::Graph g = b.build();
+  std::vector<fusion::UserGroup> groups(2);
+  groups[0].nodes = {"add_0", "layer_norm_0", "slice_0", "slice_1", "concat_0"};
+  groups[1].nodes = {"add_1", "layer_norm_1", "slice_2", "slice_3", "concat_1"};
+  const fusion::FusionPlan plan = check_user_groups(g, groups, 15);
+  const schedules::PipelineSchedule s = jit_schedule(g, plan);
+  const schedules::NodeSchedule* rolled = s.groups[0].find("layer_norm_0");
+  const schedules::NodeSchedule* joined = s.groups[1].find("layer_norm_1");
+  REQUIRE(rolled != nullptr);
+  REQUIRE(joined != nullptr);
+  CHECK(rolled->placement == schedules::Placement::materialized);
+  CHECK(joined->placement != schedules::Placement::materialized);
+}
+
 TEST_CASE("a window partition a linear reads is materialized, not inlined into its blocks") {
   // Swin-T's shifted windows: a roll (slices joined along H), the partition's reshapes and
   // permute, then the qkv linear, in one group. Inlined, the partition's / and % and the
