@@ -731,11 +731,27 @@ class GroupScheduler {
         // ~0.87 of a 6-row one's work a cycle. Swin-T's linears (AVX-512, 2 Zen 4 cores,
         // JIT, in the network): M = 7 1.90 -> 1.25 ms, M = 14 1.47 -> 1.32 ms, but M = 49 and
         // 56 lost 2-30% with 7 rows; so 7 rows where 6 compute >= 1 / 0.87 the rows M holds.
+        auto overlaps_badly = [&](int r) {
+          const int64_t overlapping = (ue + r - 1) / r * r;
+          return ue % r != 0 && 0.87 * double(overlapping) > double(ue);
+        };
         const int rows_more = wide_block_rows(vector_regs);
         if (broadcasts_from_memory() && rows_more > rows_wanted && ue % rows_more == 0 &&
-            ue % rows_wanted != 0) {
-          const int64_t overlapping = (ue + rows_wanted - 1) / rows_wanted * rows_wanted;
-          if (0.87 * double(overlapping) > double(ue)) rows_wanted = rows_more;
+            overlaps_badly(rows_wanted)) {
+          rows_wanted = rows_more;
+        }
+        // Else fewer rows, the most that divide M, where the wanted ones overlap as badly:
+        // Swin-T's window attention (M = 49 tokens) in 12-row blocks computed 60 rows, and 7
+        // rows (14 accumulators, not 24) computed its 12 matmul groups in 3666 -> 3097 and
+        // 3674 -> 3410 us a run (JIT, 2 Zen 4 cores, 2 runs alternated); 10 rows (50) measured
+        // the same as 7, 11 (the last block moved back 6 rows) 20% slower than 12.
+        if (overlaps_badly(rows_wanted)) {
+          for (int r = rows_wanted - 1; r >= kMinBlockRows; --r) {
+            if (ue % r == 0) {
+              rows_wanted = r;
+              break;
+            }
+          }
         }
       }
       const int fallback = n.op != "conv2d" ? rows_wanted : std::min(rows_wanted, kMinBlockRows);

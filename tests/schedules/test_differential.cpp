@@ -468,6 +468,24 @@ TEST_CASE("an NHWC conv's input channels and a linear's K in chunks; blocks of r
   const schedules::TargetFacts avx2 = schedules::facts_of(fusion::builtin_profile("x86-avx2-8c"));
   REQUIRE(avx2.vector_registers == 16);
   CHECK(token_block(7, avx2).first < 7);
+  // Swin-T's window attention, scores of 49 tokens by 49 (one vector of 32 lanes, 2 zmm): 12
+  // rows (24 accumulators) overlap to 60 of 49, so 7 rows, which divide 49; over 128 rows
+  // (132) 12 stay.
+  auto scores_block = [&](int64_t rows) {
+    graph::GraphBuilder gb("scores");
+    auto q = gb.input("q", {192, rows, 32});
+    auto k = gb.input("k", {192, 32, 49});
+    gb.output(gb.matmul(q, k));
+    std::vector<fusion::UserGroup> groups(1);
+    groups[0].nodes = {"matmul_0"};
+    const graph::Graph g = gb.build();
+    const fusion::RooflineCostModel model(fusion::builtin_profile("epyc-avx512-2c"));
+    const schedules::PipelineSchedule s =
+        schedules::schedule_plan(g, fusion::plan_from_user_groups(g, model, groups), avx512);
+    return s.groups[0].find("matmul_0")->block->rows;
+  };
+  CHECK(scores_block(49) == 7);
+  CHECK(scores_block(128) == 12);
 
   // A chunk for an anchor whose reduction is neither is refused, naming the node.
   graph::GraphBuilder mb("mm");
