@@ -742,7 +742,7 @@ class GroupScheduler {
         }
         // Else fewer rows, the most that divide M, where the wanted ones overlap as badly:
         // Swin-T's window attention (M = 49 tokens) in 12-row blocks computed 60 rows, and 7
-        // rows (14 accumulators, not 24) computed its 12 matmul groups in 3666 -> 3097 and
+        // rows (14 accumulators, not 24) computed its 17 attention groups in 3666 -> 3097 and
         // 3674 -> 3410 us a run (JIT, 2 Zen 4 cores, 2 runs alternated); 10 rows (50) measured
         // the same as 7, 11 (the last block moved back 6 rows) 20% slower than 12.
         if (overlaps_badly(rows_wanted)) {
