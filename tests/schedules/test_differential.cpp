@@ -88,6 +88,12 @@ graph::GraphBuilder::T window_partition(graph::GraphBuilder& b, const graph::Gra
   return b.reshape(b.transpose(b.reshape(x, {1, 2, 4, 2, 4, c}), {0, 1, 3, 2, 4, 5}), {4, 16, c});
 }
 
+// Swin's cyclic shift of x along H (axis 1, of extent h): x[h - k : h] joined before x[0 : h - k].
+graph::GraphBuilder::T roll_h(graph::GraphBuilder& b, const graph::GraphBuilder::T& x, int64_t h,
+                              int64_t k) {
+  return b.concat({b.slice(x, {h - k}, {h}, {1}), b.slice(x, {0}, {h - k}, {1})}, 1);
+}
+
 }  // namespace
 
 TEST_CASE("a CPU target's ISA: vector width and register file, as the register blocks use it") {
@@ -353,17 +359,22 @@ TEST_CASE("an NHWC conv's input channels and a linear's K in chunks; blocks of r
   REQUIRE(avx512.l1_bytes == 48 * 1024);
   graph::Conv2dOptions same;
   same.pads = {1, 1, 1, 1};
-  // The block the stage gives the anchor (nodes[0]) of `g`, planned as one group.
-  auto anchor_block = [&](const graph::Graph& g, const std::vector<std::string>& nodes) {
+  // The block the stage gives the anchor (nodes[0]) of `g`, planned as one group, for target
+  // `t` (anchor_block: for AVX-512).
+  auto anchor_block_for = [&](const graph::Graph& g, const std::vector<std::string>& nodes,
+                              const schedules::TargetFacts& t) {
     std::vector<fusion::UserGroup> groups(1);
     groups[0].nodes = nodes;
     const fusion::RooflineCostModel model(fusion::builtin_profile("epyc-avx512-2c"));
     const schedules::PipelineSchedule s =
-        schedules::schedule_plan(g, fusion::plan_from_user_groups(g, model, groups), avx512);
+        schedules::schedule_plan(g, fusion::plan_from_user_groups(g, model, groups), t);
     const schedules::NodeSchedule* anchor = s.groups[0].find(nodes[0]);
     REQUIRE(anchor != nullptr);
     REQUIRE(anchor->block);
     return *anchor->block;
+  };
+  auto anchor_block = [&](const graph::Graph& g, const std::vector<std::string>& nodes) {
+    return anchor_block_for(g, nodes, avx512);
   };
   auto conv_block = [&](int64_t hw, int64_t c) {
     graph::GraphBuilder b("conv");
@@ -449,13 +460,7 @@ TEST_CASE("an NHWC conv's input channels and a linear's K in chunks; blocks of r
     graph::GraphBuilder gb("tokens");
     auto x = gb.input("x", {1, w, w, 768});
     gb.output(gb.linear(x, gb.param("w", {768, n})));
-    std::vector<fusion::UserGroup> groups(1);
-    groups[0].nodes = {"linear_0"};
-    const graph::Graph g = gb.build();
-    const fusion::RooflineCostModel model(fusion::builtin_profile("epyc-avx512-2c"));
-    const schedules::PipelineSchedule s =
-        schedules::schedule_plan(g, fusion::plan_from_user_groups(g, model, groups), t);
-    const schedules::RegisterBlock& block = *s.groups[0].find("linear_0")->block;
+    const schedules::RegisterBlock block = anchor_block_for(gb.build(), {"linear_0"}, t);
     return std::make_pair(block.rows, block.vectors);
   };
   CHECK(token_block(7, avx512).first == 7);
@@ -476,13 +481,7 @@ TEST_CASE("an NHWC conv's input channels and a linear's K in chunks; blocks of r
     auto q = gb.input("q", {192, rows, 32});
     auto k = gb.input("k", {192, 32, 49});
     gb.output(gb.matmul(q, k));
-    std::vector<fusion::UserGroup> groups(1);
-    groups[0].nodes = {"matmul_0"};
-    const graph::Graph g = gb.build();
-    const fusion::RooflineCostModel model(fusion::builtin_profile("epyc-avx512-2c"));
-    const schedules::PipelineSchedule s =
-        schedules::schedule_plan(g, fusion::plan_from_user_groups(g, model, groups), avx512);
-    return s.groups[0].find("matmul_0")->block->rows;
+    return anchor_block(gb.build(), {"matmul_0"}).rows;
   };
   CHECK(scores_block(49) == 7);
   CHECK(scores_block(128) == 12);
@@ -718,7 +717,7 @@ TEST_CASE("a row statistic read through a roll is computed once, not in every ti
   auto x = b.input("x", {1, 16, 8, 32});
   auto y = b.input("y", {1, 16, 8, 32});
   auto normed = b.layer_norm(b.add(x, y));
-  b.output(b.concat({b.slice(normed, {13}, {16}, {1}), b.slice(normed, {0}, {13}, {1})}, 1));
+  b.output(roll_h(b, normed, 16, 3));
   auto other = b.layer_norm(b.add(y, x));
   b.output(b.concat({b.slice(other, {13}, {16}, {1}), b.slice(x, {0}, {13}, {1})}, 1));
   const graph::Graph g = b.build();
@@ -742,7 +741,7 @@ TEST_CASE("a window partition a linear reads is materialized, not inlined into i
   // reference.
   graph::GraphBuilder b("shifted_windows");
   auto x = b.input("x", {1, 8, 8, 16});
-  auto rolled = b.concat({b.slice(x, {2}, {8}, {1}), b.slice(x, {0}, {2}, {1})}, 1);
+  auto rolled = roll_h(b, x, 8, 6);
   auto windows = window_partition(b, rolled, 16);
   b.output(b.linear(windows, b.param("w", {16, 48}), b.param("bias", {48})));
   const graph::Graph g = b.build();
