@@ -771,12 +771,40 @@ class GroupScheduler {
           break;
         }
       }
+      if (n.op != "conv2d") one_vector_block(b, ue, ve);
     }
     if (req != g_.request.blocks.end()) {
       if (req->second.rows > 0) b.rows = req->second.rows;
       if (req->second.vectors > 0) b.vectors = req->second.vectors;
     }
     return b;
+  }
+
+  // A matmul's or linear's block of one vector of columns and as many rows as leave one
+  // register spare beside that vector (14 on AVX-512), the most that divide M, where the block
+  // chosen overlaps M or fills the register file and the taller one holds as many
+  // accumulators. Swin-T's linears run over [1, H, W, C] in rows of W = 14, 28 and 56, which
+  // 6-row blocks of 2 vectors overlap and whose 7-row ones fill all 32 registers (28
+  // accumulators, 4 of B); 14 rows x 1 vector hold the same accumulators and 2 of B. Alone
+  // (JIT, 2 Zen 4 cores, 3 runs alternated, ms): [14, 14, 1536] -> 384 1.217 -> 1.010,
+  // [14, 14, 384] -> 1536 1.286 -> 1.051, [28, 28, 192] -> 768 1.085 -> 1.027, [56, 56, 96] ->
+  // 384 1.110 -> 1.028 (the first flattened to M = 196: 1.03). Not where the taller block
+  // holds fewer accumulators: BERT's M = 128 (8 rows x 1 against its 2-vector block: 3.16 ->
+  // 3.34 ms alone), W = 7 (7 x 1 against 7 x 2). Targets with 16 registers keep their blocks.
+  void one_vector_block(RegisterBlock& b, int64_t ue, int64_t ve) const {
+    if (!broadcasts_from_memory() || b.vectors < 2 || ve % b.lanes != 0) return;
+    const int regs = std::max(1, b.lanes / t_.lanes);
+    const bool full = (b.rows + 1) * b.vectors * regs >= t_.vector_registers;
+    if (ue % b.rows == 0 && !full) return;
+    const int most = (t_.vector_registers - regs - 1) / regs;
+    for (int r = int(std::min<int64_t>(most, ue)); r >= 1; --r) {
+      if (ue % r != 0) continue;
+      if (r >= b.rows * b.vectors) {
+        b.vectors = 1;
+        b.rows = r;
+      }
+      return;
+    }
   }
 
   // An NHWC conv's block of 4 vectors of output channels x 7 rows (28 accumulators), not 2 x
@@ -1008,6 +1036,12 @@ class GroupScheduler {
     if ((wide ? input : 2 * input) <= t_.l1_bytes) return 0;
     int64_t c = 1;
     if (n.op == "linear") {
+      // A block of one vector where two would fit (one_vector_block's 14 rows) goes over K in
+      // one pass: each chunk passes the tile's accumulators through the block again, per
+      // vector of columns, twice as many as at 2 vectors. Unchunked against chunks of 256,
+      // alone (JIT, 2 Zen 4 cores, 4 runs alternated, ms): [14, 14, 1536] -> 384 1.071 ->
+      // 1.009, [14, 14, 384] -> 1536 1.085 -> 1.051, behind its layer norm 1.134 -> 1.107.
+      if (broadcasts_from_memory() && b.vectors == 1 && w.shape.back() >= 2 * b.lanes) return 0;
       // A linear layer's weights serve only the tile's rows (128 tokens): they stream from
       // DRAM once a call and from L2 to each row block, as a wide block's do. Chunks keep the
       // block's rows of input in half of L1, no smaller: each chunk passes the tile's

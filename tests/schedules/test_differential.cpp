@@ -453,9 +453,11 @@ TEST_CASE("an NHWC conv's input channels and a linear's K in chunks; blocks of r
   CHECK(fc_block(3072, 768).rows == 4);  // 6 fit, but do not divide the input's 128 rows
   CHECK(fc_block(768, 3072).reduction_chunk == 0);
   CHECK(fc_block(768, 3072).channel_blocks_outside);
-  // Swin-T's tokens [1, H, W, C]: at W = 7 and 14, 6-row blocks overlap to 12 and 18 rows, so
-  // 7 rows (28 zmm accumulators beside 4 of B); at W = 28 and 56 the overlap is small and 6
-  // rows stay. With AVX2's 16 registers there is no room for a row more.
+  // Swin-T's tokens [1, H, W, C]: at W = 7, 6-row blocks of 2 vectors overlap to 12 rows, so
+  // 7 rows (28 zmm accumulators beside 4 of B); at W = 14, 28 and 56, whose 7 or 6-row blocks
+  // fill the registers or overlap, one vector x 14 rows (28 accumulators beside 2 of B). BERT's
+  // 128 rows keep 2 vectors (one vector of 8 rows, the most that divide 128, would hold fewer
+  // accumulators). With AVX2's 16 registers there is no room for a row more.
   auto token_block = [&](int64_t w, const schedules::TargetFacts& t, int64_t n = 3072) {
     graph::GraphBuilder gb("tokens");
     auto x = gb.input("x", {1, w, w, 768});
@@ -463,13 +465,23 @@ TEST_CASE("an NHWC conv's input channels and a linear's K in chunks; blocks of r
     const schedules::RegisterBlock block = anchor_block_for(gb.build(), {"linear_0"}, t);
     return std::make_pair(block.rows, block.vectors);
   };
-  CHECK(token_block(7, avx512).first == 7);
-  CHECK(token_block(14, avx512).first == 7);
-  CHECK(token_block(28, avx512).first == 6);
-  CHECK(token_block(56, avx512).first == 6);
+  CHECK(token_block(7, avx512) == std::make_pair(7, 2));
+  CHECK(token_block(14, avx512) == std::make_pair(14, 1));
+  CHECK(token_block(28, avx512) == std::make_pair(14, 1));
+  CHECK(token_block(56, avx512) == std::make_pair(14, 1));
+  {  // ... which go over K in one pass, where 2-vector blocks of as many rows of K would chunk
+    graph::GraphBuilder gb("tokens_k");
+    auto x = gb.input("x", {1, 14, 14, 1536});
+    gb.output(gb.linear(x, gb.param("w", {1536, 384})));
+    const schedules::RegisterBlock tall = anchor_block_for(gb.build(), {"linear_0"}, avx512);
+    CHECK(tall.vectors == 1);
+    CHECK(tall.channel_blocks_outside);
+    CHECK(tall.reduction_chunk == 0);
+  }
+  CHECK(fc_block(768, 3072).vectors == 2);
   // 96 columns (3 vectors of 32 lanes, not 2): blocks of 3 vectors x 4 rows, none moved back.
   CHECK(token_block(56, avx512, 96) == std::make_pair(4, 3));
-  CHECK(token_block(56, avx512, 128) == std::make_pair(6, 2));
+  CHECK(token_block(56, avx512, 128) == std::make_pair(14, 1));
   const schedules::TargetFacts avx2 = schedules::facts_of(fusion::builtin_profile("x86-avx2-8c"));
   REQUIRE(avx2.vector_registers == 16);
   CHECK(token_block(7, avx2).first < 7);
