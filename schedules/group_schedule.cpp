@@ -771,7 +771,7 @@ class GroupScheduler {
           break;
         }
       }
-      if (n.op != "conv2d") one_vector_block(b, ue, ve);
+      if (n.op != "conv2d") one_vector_block(b, ue, ve, regs_per_vector);
     }
     if (req != g_.request.blocks.end()) {
       if (req->second.rows > 0) b.rows = req->second.rows;
@@ -791,9 +791,9 @@ class GroupScheduler {
   // 384 1.110 -> 1.028 (the first flattened to M = 196: 1.03). Not where the taller block
   // holds fewer accumulators: BERT's M = 128 (8 rows x 1 against its 2-vector block: 3.16 ->
   // 3.34 ms alone), W = 7 (7 x 1 against 7 x 2). Targets with 16 registers keep their blocks.
-  void one_vector_block(RegisterBlock& b, int64_t ue, int64_t ve) const {
+  // `regs`: the registers one vector of the block takes (block_shape's regs_per_vector).
+  void one_vector_block(RegisterBlock& b, int64_t ue, int64_t ve, int regs) const {
     if (!broadcasts_from_memory() || b.vectors < 2 || ve % b.lanes != 0) return;
-    const int regs = std::max(1, b.lanes / t_.lanes);
     const bool full = (b.rows + 1) * b.vectors * regs >= t_.vector_registers;
     if (ue % b.rows == 0 && !full) return;
     const int most = (t_.vector_registers - regs - 1) / regs;
