@@ -94,6 +94,27 @@ TEST_CASE("elementwise ops") {
   }
 }
 
+namespace {
+
+// Every output of `g`, whose input "x" holds x0 + i / per_unit (i = 0 .. n - 1), against the
+// reference, within `tol` (`softmax_tol` for the output named `softmax`).
+void check_line(const Graph& g, int64_t n, float x0, int per_unit, Tolerance tol,
+                const std::string& softmax = "", Tolerance softmax_tol = kNormalisation) {
+  HostTensor line({n});
+  for (int64_t i = 0; i < n; ++i) line.data[size_t(i)] = x0 + float(i) / float(per_unit);
+  const TensorMap in{{"x", line}};
+  const TensorMap got = opfuse::ops::realize_root(g, in);
+  const TensorMap want = opfuse::reference::run(g, in);
+  for (const auto& out : g.outputs()) {
+    CAPTURE(out);
+    const auto c = opfuse::reference::compare(got.at(out).data, want.at(out).data,
+                                              out == softmax ? softmax_tol : tol);
+    CHECK_MESSAGE(c.ok(), c.summary());
+  }
+}
+
+}  // namespace
+
 TEST_CASE("erf and GELU over the whole line, not only near 0") {
   // Random inputs lie near 0, where an approximation of erf is at its best; its tails (erf
   // is 1 in f32 past |x| = 4) are where a cheaper one would go wrong. Every 1/256 over
@@ -103,17 +124,7 @@ TEST_CASE("erf and GELU over the whole line, not only near 0") {
   auto x = b.input("x", {n});
   b.output(b.erf(x));
   b.output(b.gelu(x));
-  const Graph g = b.build();
-  HostTensor line({n});
-  for (int64_t i = 0; i < n; ++i) line.data[size_t(i)] = -12.0f + float(i) / 256.0f;
-  const TensorMap in{{"x", line}};
-  const TensorMap got = opfuse::ops::realize_root(g, in);
-  const TensorMap want = opfuse::reference::run(g, in);
-  for (const auto& out : g.outputs()) {
-    CAPTURE(out);
-    const auto c = opfuse::reference::compare(got.at(out).data, want.at(out).data, kTranscendental);
-    CHECK_MESSAGE(c.ok(), c.summary());
-  }
+  check_line(b.build(), n, -12.0f, 256, kTranscendental);
 }
 
 TEST_CASE("exp and what is built on it over the whole line") {
@@ -130,18 +141,7 @@ TEST_CASE("exp and what is built on it over the whole line") {
   b.output(b.tanh(x));
   const std::string soft = b.softmax(b.reshape(x, {1, n}));  // a row of 12065: sums in f32
   b.output(soft);
-  const Graph g = b.build();
-  HostTensor line({n});
-  for (int64_t i = 0; i < n; ++i) line.data[size_t(i)] = -100.0f + float(i) / 64.0f;
-  const TensorMap in{{"x", line}};
-  const TensorMap got = opfuse::ops::realize_root(g, in);
-  const TensorMap want = opfuse::reference::run(g, in);
-  for (const auto& out : g.outputs()) {
-    CAPTURE(out);
-    const auto c = opfuse::reference::compare(got.at(out).data, want.at(out).data,
-                                              out == soft ? kNormalisation : kTranscendental);
-    CHECK_MESSAGE(c.ok(), c.summary());
-  }
+  check_line(b.build(), n, -100.0f, 64, kTranscendental, soft);
 
   GraphBuilder o("exp_overflow");
   auto y = o.input("x", {4});
