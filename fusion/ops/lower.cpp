@@ -132,17 +132,16 @@ class Lowerer {
   }
 
   // exp(x) = 2^k e^r, k = round(x log2 e), r = x - k ln 2 (|r| <= ln 2 / 2), e^r by its
-  // Taylor series to r^6 (truncation <= 0.3466^7 / 7! = 1.3e-7 relative; 4.4e-7 evaluated in
-  // f32, every 8.7e-5 over [-86.4, 88.7]), 2^k built in the
-  // exponent bits. Adding 1.5 * 2^23 + 126 rounds x log2 e to an integer held in the low
-  // mantissa bits, already biased, so those bits shifted left 23 are 2^(k - 1) (the series is
-  // doubled): no round, convert or range selects. Halide's exp splits its floor into two
-  // 256-bit halves and selects at both ends; SiLU after a 1x1 convolution of 16 channels took
-  // more time than the convolution (EfficientNet-B0's expand 16 -> 96 at 112 x 112: 182 us
-  // alone, 340 with SiLU, 299 with this exp). x is clamped to [-86.5, 89], where 2^(k - 1) is
-  // a normal f32: past 88.72 the product overflows to inf as exp does, and exp(-86.5) =
-  // 2.9e-38 stands for anything smaller, an absolute error below 3e-38. A NaN comes out inf
-  // (Halide's exp gave 0 for NaN and for inf).
+  // Taylor series to r^6: truncation <= 0.3466^7 / 7! = 1.3e-7 relative, 4.4e-7 evaluated in
+  // f32 (every 8.7e-5 over [-86.4, 88.7]). Adding 1.5 * 2^23 + 126 rounds x log2 e to an
+  // integer held in the low mantissa bits, already biased, so those bits shifted left 23 are
+  // 2^(k - 1) (the series is doubled): no round, convert or range selects. Halide's exp splits
+  // its floor into two 256-bit halves and selects at both ends; SiLU after a 1x1 convolution of
+  // 16 channels took more time than the convolution (EfficientNet-B0's expand 16 -> 96 at
+  // 112 x 112: 182 us alone, 340 with SiLU, 299 with this exp). x is clamped to [-86.5, 89],
+  // where 2^(k - 1) is a normal f32: past 88.72 the product overflows to inf as exp does, and
+  // exp(-86.5) = 2.9e-38 stands for anything smaller, an absolute error below 3e-38. A NaN
+  // comes out inf (Halide's exp gave 0 for NaN and for inf).
   static Expr vector_exp(const Expr& x_in) {
     const Expr x = clamp(x_in, -86.5f, 89.0f);
     constexpr float kShift = 12582912.0f + 126.0f;  // 1.5 * 2^23, and the exponent's bias - 1
