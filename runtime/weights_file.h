@@ -22,7 +22,8 @@
 namespace opfuse::weights {
 
 constexpr char kMagic[8] = {'O', 'P', 'F', 'U', 'S', 'E', 'W', 'T'};
-constexpr uint32_t kVersion = 4;  // 2: kCoutBlocked, Entry::block; 3: Entry::chunk; 4: panels
+// 2: kCoutBlocked, Entry::block; 3: Entry::chunk; 4: panels; 5: a padded last panel
+constexpr uint32_t kVersion = 5;
 constexpr uint32_t kMaxRank = 8;
 constexpr uint32_t kMaxName = 231;  // an Entry of 320 bytes
 constexpr uint64_t kAlign = 64;
@@ -30,7 +31,7 @@ constexpr uint64_t kAlign = 64;
 // kernels read it, stored so at build time (ops::pack_weights): Cout fastest, then KW,
 // KH, Cin; or in blocks of `block` output channels, each in chunks of `chunk` input channels,
 // [Cout / block, Cin / chunk, KH, KW, chunk, block]; or a linear layer's [K, N] in panels of
-// `block` columns, [N / block, K, block].
+// `block` columns, [ceil(N / block), K, block], the last panel's columns past N zero.
 constexpr uint8_t kRowMajor = 0, kCoutInnermost = 1, kCoutBlocked = 2, kColumnPanels = 3;
 
 struct Header {
@@ -94,9 +95,13 @@ struct Expected {
 };
 
 inline uint64_t element_bytes(const Expected& e) { return e.bits / 8; }
+// The bytes a tensor takes in the file: a column panel's padding included.
 inline uint64_t tensor_bytes(const Expected& e) {
   uint64_t n = element_bytes(e);
-  for (uint8_t d = 0; d < e.rank; ++d) n *= uint64_t(e.dims[d]);
+  for (uint8_t d = 0; d < e.rank; ++d) {
+    const bool padded = e.layout == kColumnPanels && e.block > 0 && d == 1;
+    n *= padded ? uint64_t((e.dims[d] + e.block - 1) / e.block * e.block) : uint64_t(e.dims[d]);
+  }
   return n;
 }
 

@@ -264,8 +264,18 @@ Layout op_layout(const Node& n, const Tensor& x) {
   return x.layout == Layout::none ? Layout::NCHW : x.layout;
 }
 
+int64_t weight_panels(int64_t n, int64_t panel) { return (n + panel - 1) / panel; }
+
 int64_t linear_weight_panel(const Shape& w) {
-  return w.size() == 2 && w[1] % kWeightPanel == 0 ? kWeightPanel : 0;
+  // Whole panels, or at least 8 of them: the last one's padding (under a panel) is then
+  // under 1/8 of the weights.
+  if (w.size() != 2) return 0;
+  return w[1] % kWeightPanel == 0 || w[1] >= 8 * kWeightPanel ? kWeightPanel : 0;
+}
+
+bool padded_weight_panel(const Shape& w) {
+  const int64_t panel = linear_weight_panel(w);
+  return panel > 0 && w[1] % panel != 0;
 }
 
 WinogradWeights conv2d_winograd_weights(const Shape& u) {

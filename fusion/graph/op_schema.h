@@ -93,16 +93,26 @@ Window2d conv2d_window(const Node& n, const Tensor& x, const Tensor& w);
 Window2d pool_window(const Node& n, const Tensor& x);
 // The layout an op on `x` works in: attr "layout", else x's layout, else NCHW.
 Layout op_layout(const Node& n, const Tensor& x);
-// GEMM weights as register blocks read them, where their N (output columns) is a multiple of
-// kWeightPanel: in panels of kWeightPanel columns, [N / panel, K, panel]. A block of up to a
-// panel's columns then reads its row of B at each k from one contiguous run and the K loop
-// streams, where row-major [K, N] steps an N-float stride per k (3-12 KB for N = 768-3072: a
-// new page each k, every row in the same L1 sets). 64 columns: one AVX-512 block (2 x 32
-// lanes), four AVX2 blocks (2 x 8). A linear's [K, N] is stored so by ops::pack_weights; a
-// Winograd conv's transformed weights are made so (conv2d_winograd_weights).
+// GEMM weights as register blocks read them: in panels of kWeightPanel columns,
+// [ceil(N / panel), K, panel]. A block of up to a panel's columns then reads its row of B at
+// each k from one contiguous run and the K loop streams, where row-major [K, N] steps an
+// N-float stride per k (3-12 KB for N = 768-3072: a new page each k, every row in the same L1
+// sets). 64 columns: one AVX-512 block (2 x 32 lanes), four AVX2 blocks (2 x 8). A linear's
+// [K, N] is stored so by ops::pack_weights, its last panel zero-padded where N is no multiple
+// of the panel (a classifier's 1000 columns: 1024 stored); a Winograd conv's transformed
+// weights are made so (conv2d_winograd_weights), whole panels only.
 constexpr int64_t kWeightPanel = 64;
-// The panel of a linear's weights of shape `w`; 0 where they stay row-major.
+// The panel of a linear's weights of shape `w`; 0 where they stay row-major: N no multiple
+// of a panel and under 8 of them, where the padding would add more than 1/8 (N = 96 would
+// store 128).
 int64_t linear_weight_panel(const Shape& w);
+// Panels of `panel` columns for N columns, the last one padded: ceil(N / panel).
+int64_t weight_panels(int64_t n, int64_t panel);
+// Whether a linear's weights of shape `w` end inside their last panel: its register blocks
+// then start at multiples of their width and the last computes into the padding (its
+// stores guarded), where blocks moved back onto the columns before would read across two
+// panels.
+bool padded_weight_panel(const Shape& w);
 // A conv2d_winograd's transformed weights u: [4, 4, Cin, Cout], or where Cout is a multiple of
 // kWeightPanel, [4, 4, Cout / panel, Cin, panel] (each of the 16 GEMMs' [Cin, Cout] in panels).
 struct WinogradWeights {

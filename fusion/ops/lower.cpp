@@ -514,7 +514,11 @@ class Lowerer {
     xi.back() = k;
     Expr col = vars_.back();
     Func acc = helper(n, "acc");
-    acc(halide_args(vars_)) = n.inputs.size() == 3 ? in(n, 2)(col) : Expr(0.0f);
+    // Blocks over padded panels compute past N (graph::padded_weight_panel): the bias read
+    // there is clamped to its last column, not past its buffer.
+    Expr bias_col =
+        graph::padded_weight_panel(shape(n, 1)) ? min(col, int(shape(n, 1)[1]) - 1) : col;
+    acc(halide_args(vars_)) = n.inputs.size() == 3 ? in(n, 2)(bias_col) : Expr(0.0f);
     acc(halide_args(vars_)) += at(in(n, 0), xi) * in(n, 1)(col, k);
     return define(n, acc(halide_args(vars_)));
   }

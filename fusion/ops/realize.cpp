@@ -1,5 +1,7 @@
 #include "fusion/ops/realize.h"
 
+#include <cstring>
+
 #include "fusion/graph/op_schema.h"
 #include "fusion/ops/lower.h"
 
@@ -32,22 +34,32 @@ int conv_weight_chunk(int64_t cin) { return cin > 32 && cin % 32 == 0 ? 32 : int
 
 std::vector<int> packed_weight_extents(const graph::Shape& w, int block) {
   if (block == 0) return halide_extents(w);
-  if (w.size() == 2) return {block, int(w[0]), int(w[1] / block)};
+  if (w.size() == 2) return {block, int(w[0]), int(graph::weight_panels(w[1], block))};
   const int c = conv_weight_chunk(w[1]);
   return {block, c, int(w[3]), int(w[2]), int(w[1] / c), int(w[0] / block)};
 }
 
 Buffer<> pack_weights(const Buffer<>& weights, int block) {
   if (weights.dimensions() == 2 && block > 0) {
-    // A linear's [K, N] (Halide dims n, k) seen as (lane, k, panel), copied dense.
+    // A linear's [K, N] (Halide dims n, k) seen as (lane, k, panel), copied dense; the whole
+    // panels through one view, a last partial panel through a view of its columns, the rest
+    // of it zeros.
     const int n = weights.dim(0).extent(), k = weights.dim(1).extent();
-    const halide_dimension_t view[3] = {{0, block, weights.dim(0).stride(), 0},
-                                        {0, k, weights.dim(1).stride(), 0},
-                                        {0, n / block, weights.dim(0).stride() * block, 0}};
-    Buffer<> seen(weights.type(), const_cast<void*>(static_cast<const void*>(weights.data())), 3,
-                  view);
-    Buffer<> packed(weights.type(), {block, k, n / block});
-    packed.copy_from(seen);
+    const int panels = int(graph::weight_panels(n, block)), whole = n / block;
+    Buffer<> packed(weights.type(), {block, k, panels});
+    std::memset(packed.data(), 0, packed.size_in_bytes());
+    auto copy_panels = [&](int first, int count, int lanes) {
+      // A buffer's host pointer is its box's first element: column first * block.
+      const int64_t column = int64_t(first) * block * weights.dim(0).stride();
+      const halide_dimension_t view[3] = {{0, lanes, weights.dim(0).stride(), 0},
+                                          {0, k, weights.dim(1).stride(), 0},
+                                          {first, count, weights.dim(0).stride() * block, 0}};
+      auto* host = static_cast<const uint8_t*>(weights.data()) + column * weights.type().bytes();
+      Buffer<> seen(weights.type(), const_cast<uint8_t*>(host), 3, view);
+      packed.copy_from(seen);  // the view's box: its lanes of its panels
+    };
+    if (whole > 0) copy_panels(0, whole, block);
+    if (panels > whole) copy_panels(whole, 1, n - whole * block);
     return packed;
   }
   if (weights.dimensions() != 4) return weights;

@@ -579,6 +579,41 @@ TEST_CASE("linear weights packed in panels of columns read back as the weights")
   back.for_each_element([&](int x, int y) { CHECK(back(x, y) == w(x, y)); });
 }
 
+TEST_CASE("linear weights whose columns end inside a panel are padded to it with zeros") {
+  // [K, N] = [3, 600]: 9 whole panels and one of 24 columns, stored as 10 (640 columns, 1/15
+  // more); [3, 96] would store a third more and stays row-major, as [3, 40] (under a panel).
+  const int p = int(opfuse::graph::kWeightPanel);
+  CHECK(opfuse::graph::linear_weight_panel({3, 96}) == 0);
+  CHECK(opfuse::graph::linear_weight_panel({3, 40}) == 0);
+  CHECK(opfuse::graph::linear_weight_panel({3, 1000}) == p);
+  const Shape shape = {3, 600};
+  REQUIRE(opfuse::ops::weight_block(shape, 16) == p);
+  Halide::Buffer<float> w(opfuse::ops::halide_extents(shape));
+  w.for_each_element([&](int n, int k) { w(n, k) = float(1 + k * 600 + n); });
+  Halide::Buffer<float> packed(opfuse::ops::pack_weights(w, p));
+  CHECK(opfuse::ops::packed_weight_extents(shape, p) == std::vector<int>{p, 3, 10});
+  REQUIRE(packed.dimensions() == 3);
+  REQUIRE(packed.dim(2).extent() == 10);
+  int wrong = 0, padding = 0;
+  packed.for_each_element([&](int l, int k, int j) {
+    const int col = j * p + l;
+    if (col < 600) {
+      wrong += packed(l, k, j) != w(col, k);
+    } else {
+      padding += packed(l, k, j) != 0.0f;
+    }
+  });
+  CHECK(wrong == 0);
+  CHECK(padding == 0);
+  Halide::Var n("n"), k("k");
+  Halide::Func f("f");
+  f(n, k) = packed(opfuse::ops::packed_weight_index({n, k}, p, 0));
+  Halide::Buffer<float> back = f.realize({600, 3});
+  int differ = 0;
+  back.for_each_element([&](int x, int y) { differ += back(x, y) != w(x, y); });
+  CHECK(differ == 0);
+}
+
 // A library's arguments are buffers named after their tensors (a generator's Inputs, which,
 // unlike ImageParams, do not reserve their names); a node whose name sanitises to one of them
 // (the dynamo exporter's node 'linear_11_bias' beside its weight 'linear_11.bias') must not
