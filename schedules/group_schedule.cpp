@@ -1130,9 +1130,10 @@ class GroupScheduler {
     }
     // Chunks of whole blocks, the last one at least a block (tile() sees to it): a chunk
     // narrower than a block would have it read weights past the last channel. Where the
-    // channels are no multiple of a block, the last chunk's last block shifts inwards: a
-    // classifier's 1000 columns in blocks of 64 had been one tile on one core (MobileNetV2's
-    // GEMV, 5 MB of weights, 110 us in the network).
+    // channels are no multiple of a block, the last chunk's last block shifts inwards (over a
+    // linear's padded panels it computes into the padding instead: the emitter's
+    // guard_columns): a classifier's 1000 columns in blocks of 64 had been one tile on one
+    // core (MobileNetV2's GEMV, 5 MB of weights, 110 us in the network).
     if (any && weight_bound && root_shape.back() >= chunk) rule.channel_chunks = chunk;
     return rule;
   }
