@@ -719,12 +719,8 @@ class GroupScheduler {
         // linears, 3 x 32 columns x 4 rows (24 zmm accumulators, as 2 x 6), in the network
         // (JIT, 2 Zen 4 cores): 96 columns 1.95 -> 1.46 and 0.50 -> 0.37 ms, 288 columns
         // 1.26 -> 1.10 ms.
-        // Not over padded panels of weights, whose blocks must lie within a panel.
-        const graph::Tensor& w = ig_.graph().tensor(n.inputs[1]);
-        const bool panels = n.op == "linear" && w.kind == graph::TensorKind::param &&
-                            graph::padded_weight_panel(w.shape);
         if (b.vectors == kBlockVectors && ve % (int64_t(kBlockVectors) * b.lanes) != 0 &&
-            ve % (3 * int64_t(b.lanes)) == 0 && rows_for(3) >= kMinBlockRows && !panels) {
+            ve % (3 * int64_t(b.lanes)) == 0 && rows_for(3) >= kMinBlockRows) {
           b.vectors = 3;
         }
         const int vector_regs = b.vectors * regs_per_vector;
@@ -956,8 +952,7 @@ class GroupScheduler {
           // (graph::linear_weight_panel).
           const graph::Tensor& w = ig_.graph().tensor(n.inputs[1]);
           const int64_t panel = graph::linear_weight_panel(w.shape);
-          b.pack_weights = w.kind == graph::TensorKind::param && panel > 0 &&
-                           panel % (int64_t(b.lanes) * b.vectors) == 0;
+          b.pack_weights = w.kind == graph::TensorKind::param && panel > 0 && panel % b.lanes == 0;
           b.channel_blocks_outside = weight_bound_anchor(n) || requested_chunk(n) > 0;
           if (b.channel_blocks_outside) b.reduction_chunk = reduction_chunk(n, b);
           // A chunked block's rows run past the tile's last row into its accumulators'

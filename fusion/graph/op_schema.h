@@ -110,8 +110,8 @@ int64_t linear_weight_panel(const Shape& w);
 int64_t weight_panels(int64_t n, int64_t panel);
 // Whether a linear's weights of shape `w` end inside their last panel: its register blocks
 // then start at multiples of their width and the last computes into the padding (its
-// stores guarded), where blocks moved back onto the columns before would read across two
-// panels.
+// stores guarded), where a block moved back onto the columns before would read vectors
+// across two panels.
 bool padded_weight_panel(const Shape& w);
 // A conv2d_winograd's transformed weights u: [4, 4, Cin, Cout], or where Cout is a multiple of
 // kWeightPanel, [4, 4, Cout / panel, Cin, panel] (each of the 16 GEMMs' [Cin, Cout] in panels).

@@ -41,8 +41,8 @@ std::map<std::string, Halide::Func> buffer_sources(
 // x0.97. Elsewhere (Cout not a multiple of the lanes, whose blocks ShiftInwards onto
 // unaligned channels) Cout innermost.
 // A linear layer's [K, N] (Halide dims n, k) in panels where graph::linear_weight_panel says:
-// rank 3, dims (lane, k, panel), the last panel's columns past N zero. weight_block: a conv's block
-// (0: Cout innermost), a linear's panel (0: row-major).
+// rank 3, dims (lane, k, panel), the last panel's columns past N zero. weight_block: a conv's
+// block (0: Cout innermost), a linear's panel (0: row-major).
 int weight_block(const graph::Shape& weights, int lanes);
 // Input channels a chunk: 32 (the record's reduction chunk for 3x3 convs on AVX2 and
 // AVX-512, whose blocks' weight slices then fill L1; and 1-2 KB runs where a block reads all
