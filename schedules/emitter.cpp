@@ -225,12 +225,14 @@ class Applier {
     }
     const int vw = b.lanes, width = b.lanes * b.vectors, rows = b.rows;
     Var o1("bo1"), i1("bi1"), v1("bv1"), i2("bi2"), o2("bo2"), q1("bq1");
-    // Blocks over a linear's padded panels (graph::padded_weight_panel) start at multiples of
-    // their width, so each vector lies within a panel; the last one computes into the
-    // padding and stores only its columns. Moved back onto the columns before (ShiftInwards),
-    // its vectors would straddle two panels and gather: MobileNetV2's classifier alone
-    // (1000 columns, JIT) ran 116 us so, 30-33 us guarded, 36 us reading row-major.
-    const bool guard_columns = n.op == "linear" && b.pack_weights &&
+    // Blocks over a linear's padded panels (graph::padded_weight_panel), where the build
+    // stores them so, start at multiples of their width, so each vector lies within a panel;
+    // the last one computes into the padding and stores only its columns. Moved back onto the
+    // columns before (ShiftInwards), its vectors would straddle two panels and gather:
+    // MobileNetV2's classifier alone (1000 columns, JIT) ran 116 us so, 30-33 us guarded,
+    // 36 us reading row-major. Weights passed as arguments (row-major, N columns) have no
+    // padding to compute into: their last block moves back.
+    const bool guard_columns = n.op == "linear" && p_.packed_weights.count(n.inputs[1]) &&
                                graph::padded_weight_panel(p_.graph->tensor(n.inputs[1]).shape);
     loops
         .split(channels, o1, i1, width,

@@ -35,8 +35,9 @@ struct Pipeline {
   const graph::Graph* graph;
   const ops::LoweredGraph* lowered;
   std::vector<Halide::Func> outputs;  // outputs[i](args) = lowered->outputs[i](args)
-  // Weights whose sources are already stored Cout-innermost (ops::cout_innermost, for
-  // schedules::weights_to_pack): their blocks read them as they are, with no repack.
+  // Weights whose sources are already stored packed (ops::pack_weights, for
+  // schedules::weights_to_pack or a weights file): their blocks read them as they are, with
+  // no repack; a linear's blocks over padded panels guard their last columns.
   std::set<std::string> packed_weights = {};
 };
 
