@@ -495,7 +495,7 @@ int load(const std::string& path) {
     }
     if (e.layout == w::kColumnPanels) {  // Halide dims (lane, k, panel)
       const int32_t extents[3] = {int32_t(e.block), int32_t(e.dims[0]),
-                                  int32_t((e.dims[1] + e.block - 1) / e.block)};
+                                  int32_t(w::column_panels(e))};
       b.dimensions = 3;
       for (int d = 0, s = 1; d < 3; s *= extents[d], ++d) {
         l->dims[i][d] = halide_dimension_t{0, extents[d], s, 0};

@@ -95,12 +95,14 @@ struct Expected {
 };
 
 inline uint64_t element_bytes(const Expected& e) { return e.bits / 8; }
+// The panels a kColumnPanels tensor [K, N] takes: ceil(N / block), the last one padded.
+inline int64_t column_panels(const Expected& e) { return (e.dims[1] + e.block - 1) / e.block; }
 // The bytes a tensor takes in the file: a column panel's padding included.
 inline uint64_t tensor_bytes(const Expected& e) {
   uint64_t n = element_bytes(e);
   for (uint8_t d = 0; d < e.rank; ++d) {
     const bool padded = e.layout == kColumnPanels && e.block > 0 && d == 1;
-    n *= padded ? uint64_t((e.dims[d] + e.block - 1) / e.block * e.block) : uint64_t(e.dims[d]);
+    n *= padded ? uint64_t(column_panels(e) * e.block) : uint64_t(e.dims[d]);
   }
   return n;
 }
