@@ -70,9 +70,14 @@ void pooled_free(void*, void* block) {
 void use_pooled_allocator() {
   static std::once_flag once;
   std::call_once(once, [] {
-    halide_set_custom_malloc(pooled_malloc);
-    halide_set_custom_free(pooled_free);
+    use_pooled_allocator_in(reinterpret_cast<void*>(&halide_set_custom_malloc),
+                            reinterpret_cast<void*>(&halide_set_custom_free));
   });
+}
+
+void use_pooled_allocator_in(void* set_custom_malloc, void* set_custom_free) {
+  reinterpret_cast<halide_malloc_t (*)(halide_malloc_t)>(set_custom_malloc)(pooled_malloc);
+  reinterpret_cast<halide_free_t (*)(halide_free_t)>(set_custom_free)(pooled_free);
 }
 
 size_t pooled_bytes() {

@@ -10,6 +10,9 @@ namespace opfuse::runtime {
 
 // Installs the pooled allocator as Halide's halide_malloc / halide_free. Idempotent.
 void use_pooled_allocator();
+// Installs it into another Halide runtime (a library's own, runtime::Model::open), given that
+// runtime's halide_set_custom_malloc and halide_set_custom_free.
+void use_pooled_allocator_in(void* set_custom_malloc, void* set_custom_free);
 
 // Bytes held in the pool's free lists (for tests and reports).
 size_t pooled_bytes();

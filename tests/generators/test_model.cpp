@@ -22,6 +22,7 @@
 #include "generators/dispatch.h"
 #include "runtime/kernel.h"
 #include "runtime/model.h"
+#include "runtime/pool_allocator.h"
 #include "runtime/weights_file.h"
 #include "tests/kernel_check.h"
 
@@ -134,6 +135,26 @@ TEST_CASE("a weights file stores a linear layer's columns in panels; the library
   const std::string name = t.graph.outputs()[0];
   REQUIRE(out.count(name) == 1);
   const runtime::OwnedTensor& y = out.at(name);
+  std::vector<float> got(y.as<float>(), y.as<float>() + y.elements());
+  CHECK(reference::compare(got, want.at(name).data, testing::kZooTolerance).ok());
+}
+
+TEST_CASE("a library's intermediates come from the pool, reused across calls") {
+  // mlp's library stores its gelu [128, 1024] (132 rows with its blocks' overreach) with
+  // halide_malloc on every call. Its own Halide runtime allocates from the pool that
+  // Model::open installs there (runtime/pool_allocator.h): freed, the block waits in the pool
+  // for the next call, where malloc would map a fresh one each time.
+  bench::ModelTensors t{OPFUSE_MODELS_DIR, "mlp", 3};
+  const Model m = Model::open(kLibs + "/other/mlp.so");
+  const auto x = runtime::Tensor::f32(t.in("x"), {128, 256});
+  m.run({{"x", x}});
+  const size_t after_first = runtime::pooled_bytes();
+  CHECK(after_first >= size_t(128) * 1024 * sizeof(float));
+  for (int i = 0; i < 10; ++i) m.run({{"x", x}});
+  CHECK(runtime::pooled_bytes() <= 2 * after_first);  // reused, not grown
+  const graph::TensorMap want = reference::run(t.graph, t.inputs, t.params);
+  const std::string name = t.graph.outputs()[0];
+  const runtime::OwnedTensor y = m.run({{"x", x}}).at(name);
   std::vector<float> got(y.as<float>(), y.as<float>() + y.elements());
   CHECK(reference::compare(got, want.at(name).data, testing::kZooTolerance).ok());
 }
