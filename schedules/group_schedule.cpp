@@ -697,9 +697,32 @@ class GroupScheduler {
       const int regs_per_vector = std::max(1, b.lanes / t_.lanes);
       const int budget = std::max(1, accumulator_registers() / regs_per_vector);  // in vectors
       int rows_wanted = std::max(1, budget / b.vectors);
+      // The rows of a block of `vectors` weight vectors beside one broadcast of the input: as
+      // many as the rest of the register file takes, the accumulators at most 3/4 of it.
+      auto rows_for = [&](int vectors) {
+        const int regs = vectors * regs_per_vector;
+        return std::max(1, std::min((t_.vector_registers - regs - 1) / regs,
+                                    3 * t_.vector_registers / 4 / regs));
+      };
+      // Channels (columns) in 3 vectors where they fill 3 but not 2: 2-vector blocks moved
+      // back compute 10 vectors for 9, 128 columns for 96. Swin-T's 96 and 288 columns at 32
+      // lanes, its stage-1 linears 3 x 32 columns x 4 rows (24 zmm accumulators, as 2 x 6), in
+      // the network (JIT, 2 Zen 4 cores): 96 columns 1.95 -> 1.46 and 0.50 -> 0.37 ms, 288
+      // columns 1.26 -> 1.10 ms. MobileNetV2's and EfficientNet-B0's 144 channels at 16 lanes
+      // (an expanding 1x1 conv 24 -> 144 and the depthwise conv after it, 56x56, alone, 10
+      // runs alternated, medians): 3 x 16 x 8 rows 128.5 -> 113.8 and 114.5 -> 88.2 us. On
+      // AVX2 their 24-channel projections (3 vectors of 8, 4 rows: 12 accumulators, 3 of the
+      // weights, the broadcast), 144 -> 24 at 56x56 alone (x86-avx2 library, 10 runs
+      // alternated): 0.136 -> 0.095 ms.
+      const bool three_vectors = b.vectors == kBlockVectors &&
+                                 ve % (int64_t(kBlockVectors) * b.lanes) != 0 &&
+                                 ve % (3 * int64_t(b.lanes)) == 0 && rows_for(3) >= kMinBlockRows;
       if (n.op == "conv2d" && wide_conv_block(n, b, ve)) {
         b.vectors = kWideBlockVectors;
         rows_wanted = wide_block_rows();
+      } else if (n.op == "conv2d" && three_vectors) {
+        b.vectors = 3;
+        rows_wanted = rows_for(3);
       }
       if (n.op != "conv2d") {
         // A matmul's or linear layer's block holds its row of B (the block's vectors), one
@@ -709,20 +732,7 @@ class GroupScheduler {
         // GPT-2 block x0.87-0.90, BERT encoder x0.87-0.89, ViT-Tiny x0.96 (7 rows, 28, spill:
         // x1.11; 5: x0.90). AVX2 (16 ymm, 2 x 16 lanes): 2 rows of 4 ymm, as before. Rows need
         // not divide M here: 6 rows at M = 128 beat 4 by 13%.
-        auto rows_for = [&](int vectors) {
-          const int regs = vectors * regs_per_vector;
-          return std::max(1, std::min((t_.vector_registers - regs - 1) / regs,
-                                      3 * t_.vector_registers / 4 / regs));
-        };
-        // Columns in 3 vectors where they fill 3 but not 2 (Swin-T's 96 and 288 at 32 lanes):
-        // 2-vector blocks moved back compute 128 columns for 96, 320 for 288. Its stage-1
-        // linears, 3 x 32 columns x 4 rows (24 zmm accumulators, as 2 x 6), in the network
-        // (JIT, 2 Zen 4 cores): 96 columns 1.95 -> 1.46 and 0.50 -> 0.37 ms, 288 columns
-        // 1.26 -> 1.10 ms.
-        if (b.vectors == kBlockVectors && ve % (int64_t(kBlockVectors) * b.lanes) != 0 &&
-            ve % (3 * int64_t(b.lanes)) == 0 && rows_for(3) >= kMinBlockRows) {
-          b.vectors = 3;
-        }
+        if (three_vectors) b.vectors = 3;
         const int vector_regs = b.vectors * regs_per_vector;
         rows_wanted = rows_for(b.vectors);
         // One row more where it divides M and the wanted block would overlap itself badly:

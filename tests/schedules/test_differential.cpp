@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <random>
+#include <tuple>
 
 #include "Halide.h"
 #include "fusion/cost/cost_model.h"
@@ -391,6 +392,26 @@ TEST_CASE("an NHWC conv's input channels and a linear's K in chunks; blocks of r
   CHECK(conv_block(28, 128).rows == 7);
   CHECK(conv_block(56, 64).rows == 7);
   CHECK(conv_block(56, 64).vectors == 4);
+  // 144 channels (9 vectors of 16 lanes, not a multiple of 2): MobileNetV2's expanding 1x1
+  // conv 24 -> 144 and the depthwise conv after it take blocks of 3 vectors x 8 rows, none
+  // moved back over another; on AVX2 (18 vectors of 8) 2 vectors as before.
+  auto expand_dw = [&](const schedules::TargetFacts& t) {
+    graph::GraphBuilder e("expand");
+    auto x = e.input("x", {1, 56, 56, 24}, graph::Layout::NHWC);
+    e.output(e.conv2d(x, e.param("w", {144, 24, 1, 1})));
+    graph::GraphBuilder d("depthwise");
+    auto y = d.input("y", {1, 56, 56, 144}, graph::Layout::NHWC);
+    graph::Conv2dOptions dw = same;
+    dw.groups = 144;
+    d.output(d.conv2d(y, d.param("w", {144, 1, 3, 3}), dw));
+    const schedules::RegisterBlock eb = anchor_block_for(e.build(), {"conv2d_0"}, t);
+    const schedules::RegisterBlock db = anchor_block_for(d.build(), {"conv2d_0"}, t);
+    return std::make_tuple(eb.vectors, eb.rows, db.vectors, db.rows);
+  };
+  CHECK(expand_dw(avx512) == std::make_tuple(3, 8, 3, 8));
+  const schedules::TargetFacts avx2_8 = schedules::facts_of(fusion::builtin_profile("x86-avx2-8c"));
+  CHECK(std::get<0>(expand_dw(avx2_8)) == 2);
+  CHECK(std::get<2>(expand_dw(avx2_8)) == 2);
 
   // Requested chunks on this host, against the reference: one that divides Cin (96 in 3
   // passes), one that does not (40: the last pass of 16 guarded), with a strided conv whose
