@@ -697,6 +697,8 @@ class GroupScheduler {
       const int regs_per_vector = std::max(1, b.lanes / t_.lanes);
       const int budget = std::max(1, accumulator_registers() / regs_per_vector);  // in vectors
       int rows_wanted = std::max(1, budget / b.vectors);
+      // The channels blocks of `width` compute to cover `ve` (the last one moved back).
+      auto padded = [&](int64_t e, int64_t width) { return (e + width - 1) / width * width; };
       // The rows of a block of `vectors` weight vectors beside one broadcast of the input: as
       // many as the rest of the register file takes, the accumulators at most 3/4 of it.
       auto rows_for = [&](int vectors) {
@@ -723,6 +725,19 @@ class GroupScheduler {
       } else if (n.op == "conv2d" && three_vectors) {
         b.vectors = 3;
         rows_wanted = rows_for(3);
+      } else if (n.op == "conv2d" && b.vectors == kBlockVectors && broadcasts_from_memory() &&
+                 padded(ve, b.lanes) < padded(ve, int64_t(kBlockVectors) * b.lanes)) {
+        // One vector where the channels end within a 2-vector block, which computes more
+        // past them: EfficientNet-B0's 40, 80 and 112 channels at 16 lanes computed 64, 96
+        // and 128 in 2-vector blocks, 48, 80 and 112 in one-vector ones (its rows as the
+        // accumulator budget's). Its 1x1 projections alone (JIT, AVX-512, 8 runs alternated,
+        // medians), 2 x 7 rows against 1 x 14: 240 -> 40 at 28x28 0.109 -> 0.083 ms, 480 -> 80
+        // at 14x14 0.090 -> 0.078; 672 -> 112 at 14x14 ran in two modes, 0.17 -> 0.15 and
+        // 0.33 -> 0.29. Not with 16 registers, where each FMA's broadcast is a load of its
+        // own: AVX2's 1 x 7 against 2 x 4 on 240 -> 40 (5 vectors of 8, x86-avx2 library, 10
+        // runs alternated): 0.108 -> 0.135 ms.
+        b.vectors = 1;
+        rows_wanted = budget;
       }
       if (n.op != "conv2d") {
         // A matmul's or linear layer's block holds its row of B (the block's vectors), one

@@ -412,6 +412,17 @@ TEST_CASE("an NHWC conv's input channels and a linear's K in chunks; blocks of r
   const schedules::TargetFacts avx2_8 = schedules::facts_of(fusion::builtin_profile("x86-avx2-8c"));
   CHECK(std::get<0>(expand_dw(avx2_8)) == 2);
   CHECK(std::get<2>(expand_dw(avx2_8)) == 2);
+  // 40 channels (2.5 vectors of 16): one-vector blocks compute 48, 2-vector ones 64; so 1 x 14
+  // rows on AVX-512. AVX2's 16 registers keep 2 vectors (40 in 48).
+  auto project = [&](const schedules::TargetFacts& t) {
+    graph::GraphBuilder b("project");
+    auto x = b.input("x", {1, 28, 28, 240}, graph::Layout::NHWC);
+    b.output(b.conv2d(x, b.param("w", {40, 240, 1, 1})));
+    const schedules::RegisterBlock pb = anchor_block_for(b.build(), {"conv2d_0"}, t);
+    return std::make_pair(pb.vectors, pb.rows);
+  };
+  CHECK(project(avx512) == std::make_pair(1, 14));
+  CHECK(project(avx2_8).first == 2);
 
   // Requested chunks on this host, against the reference: one that divides Cin (96 in 3
   // passes), one that does not (40: the last pass of 16 guarded), with a strided conv whose
