@@ -697,7 +697,7 @@ class GroupScheduler {
       const int regs_per_vector = std::max(1, b.lanes / t_.lanes);
       const int budget = std::max(1, accumulator_registers() / regs_per_vector);  // in vectors
       int rows_wanted = std::max(1, budget / b.vectors);
-      // The channels blocks of `width` compute to cover `ve` (the last one moved back).
+      // The channels that blocks of `width` compute to cover `e` (the last one moved back).
       auto padded = [&](int64_t e, int64_t width) { return (e + width - 1) / width * width; };
       // The rows of a block of `vectors` weight vectors beside one broadcast of the input: as
       // many as the rest of the register file takes, the accumulators at most 3/4 of it.
