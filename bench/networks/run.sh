@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Whole networks (the corpus of tests/frontend/networks.h: ResNet-18, MobileNetV2,
-# EfficientNet-B0, ViT-Tiny/16, a BERT-shaped encoder, a GPT-2 block; both exporters' styles,
+# Whole networks (the corpus of tests/frontend/networks.h: ResNet-18, ResNet-50 at batch 1 and
+# 4, MobileNetV2, EfficientNet-B0, ViT-Tiny/16, a BERT-shaped encoder, a GPT-2 block; both
+# exporters' styles,
 # or any .onnx files given): opfuse fused and unfused (AOT libraries), ONNX Runtime (every
 # graph optimisation, 2 threads) and OpenVINO (CPU plugin, latency hint, f32, 2 threads;
 # installed into the venv on first use), each timed once a round, in turn, ROUNDS rounds

@@ -363,15 +363,16 @@ class NetWriter {
     return n + "_out";
   }
 
-  // adaptive_avg_pool2d((1, 1)) + flatten + Linear(c, classes).
-  std::string classifier(const std::string& x, int64_t c, int64_t classes) {
+  // adaptive_avg_pool2d((1, 1)) + flatten + Linear(c, classes); `batch` the static exports'
+  // leading dimension.
+  std::string classifier(const std::string& x, int64_t c, int64_t classes, int64_t batch = 1) {
     const std::string pooled = spatial_mean(x);
     std::string flat = "flat";
     if (style_ == ExportStyle::torchscript) {
       auto* f = om_.node("Flatten", "flatten", {pooled}, "flat");
       OnnxModel::i(f, "axis", 1);
     } else {
-      flat = reshape_lead(pooled, {1}, {c});
+      flat = reshape_lead(pooled, {batch}, {c});
     }
     const float a = float(std::sqrt(3.0 / double(c)));
     weight("fc.weight", {classes, c}, -a, a);
@@ -427,16 +428,21 @@ class NetWriter {
   uint64_t seed_ = 1000;
 };
 
-// torchvision.models.resnet18: 7x7/2 stem, 3x3/2 max pool, four stages of two BasicBlocks
-// (64, 128, 256, 512 channels; 1x1/2 projection where the stride or width changes).
-void resnet18(NetWriter& w, int64_t image) {
-  w.batch_input("x", {1, 3, image, image});
-  std::string x = w.conv_bn("x", 3, 64, 7, 2, 1, "relu");
+// torchvision's ResNet stem: a 7x7/2 conv to 64 channels with ReLU, a 3x3/2 max pool.
+std::string resnet_stem(NetWriter& w) {
+  const std::string x = w.conv_bn("x", 3, 64, 7, 2, 1, "relu");
   auto* mp = w.model().node("MaxPool", "maxpool", {x}, "maxpool_out");
   OnnxModel::ints(mp, "kernel_shape", {3, 3});
   OnnxModel::ints(mp, "strides", {2, 2});
   OnnxModel::ints(mp, "pads", {1, 1, 1, 1});
-  x = "maxpool_out";
+  return "maxpool_out";
+}
+
+// torchvision.models.resnet18: 7x7/2 stem, 3x3/2 max pool, four stages of two BasicBlocks
+// (64, 128, 256, 512 channels; 1x1/2 projection where the stride or width changes).
+void resnet18(NetWriter& w, int64_t image) {
+  w.batch_input("x", {1, 3, image, image});
+  std::string x = resnet_stem(w);
   int64_t c = 64;
   for (int64_t width : {64, 128, 256, 512}) {
     for (int block = 0; block < 2; ++block) {
@@ -450,6 +456,30 @@ void resnet18(NetWriter& w, int64_t image) {
     }
   }
   w.model().output(w.classifier(x, 512, 1000));
+}
+
+// torchvision.models.resnet50: resnet18's stem and max pool, four stages of 3, 4, 6 and 3
+// Bottlenecks (1x1, then the 3x3 with the stage's stride as torchvision's v1.5 has it, then a
+// 1x1 to 4x the width; a strided 1x1 projection on each stage's first block), a 2048-wide
+// classifier: torchvision's 25,557,032 parameters (and the batch norms' running statistics).
+void resnet50(NetWriter& w, int64_t image, int64_t batch) {
+  w.batch_input("x", {batch, 3, image, image});
+  std::string x = resnet_stem(w);
+  int64_t c = 64;
+  const int64_t stages[][2] = {{64, 3}, {128, 4}, {256, 6}, {512, 3}};
+  for (const auto& [width, blocks] : stages) {
+    for (int64_t block = 0; block < blocks; ++block) {
+      const int64_t stride = block == 0 && width != 64 ? 2 : 1;
+      std::string identity = x;
+      std::string h = w.conv_bn(x, c, width, 1, 1, 1, "relu");
+      h = w.conv_bn(h, width, width, 3, stride, 1, "relu");
+      const std::string o = w.conv_bn(h, width, 4 * width, 1, 1, 1, nullptr);
+      if (block == 0) identity = w.conv_bn(x, c, 4 * width, 1, stride, 1, nullptr);
+      x = w.activation(w.add(o, identity), "relu");
+      c = 4 * width;
+    }
+  }
+  w.model().output(w.classifier(x, 2048, 1000, batch));
 }
 
 // torchvision.models.mobilenet_v2: inverted residuals (t, c, n, s) with ReLU6, 1280-wide head.
@@ -660,8 +690,9 @@ void gpt2_block(NetWriter& w, int64_t seq) {
 }  // namespace
 
 const std::vector<std::string>& network_names() {
-  static const std::vector<std::string> n = {"resnet18", "mobilenet_v2", "efficientnet_b0",
-                                             "vit_tiny", "bert_encoder", "gpt2_block"};
+  static const std::vector<std::string> n = {"resnet18",     "resnet50",        "resnet50_b4",
+                                             "mobilenet_v2", "efficientnet_b0", "vit_tiny",
+                                             "bert_encoder", "gpt2_block"};
   return n;
 }
 
@@ -675,6 +706,8 @@ std::string write_network(const std::string& name, ExportStyle style, const std:
   NetWriter w(style, dynamic_batch, dynamic_seq && tokens);
   if (name == "resnet18") {
     resnet18(w, image);
+  } else if (name == "resnet50" || name == "resnet50_b4") {
+    resnet50(w, image, name == "resnet50" ? 1 : 4);
   } else if (name == "mobilenet_v2") {
     mobilenet_v2(w, image);
   } else if (name == "efficientnet_b0") {
@@ -686,9 +719,10 @@ std::string write_network(const std::string& name, ExportStyle style, const std:
   } else if (name == "gpt2_block") {
     gpt2_block(w, 128);
   } else {
-    throw std::runtime_error("no network '" + name +
-                             "' (resnet18, mobilenet_v2, efficientnet_b0, vit_tiny, "
-                             "bert_encoder, gpt2_block)");
+    throw std::runtime_error(
+        "no network '" + name +
+        "' (resnet18, resnet50, resnet50_b4, mobilenet_v2, efficientnet_b0, vit_tiny, "
+        "bert_encoder, gpt2_block)");
   }
   const std::string path =
       dir + "/" + name + "_" + style_name(style) + (dynamic_batch ? "_dynbatch" : "") +

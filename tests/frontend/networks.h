@@ -9,9 +9,10 @@
 //                a Reshape to a constant shape, every weight in MODEL.onnx.data beside the
 //                model (external data)
 //
-// Networks (1x3x224x224): resnet18, mobilenet_v2, efficientnet_b0 (torchvision; SiLU as
-// Sigmoid and Mul, squeeze-excitation), vit_tiny (timm vit_tiny_patch16_224: patch conv,
-// class token, LayerNormalization, qkv reshaped to 5-D and unbound by Gather, erf GELU
+// Networks (1x3x224x224): resnet18, resnet50 (also at batch 4: resnet50_b4, where its
+// activations outgrow the caches a batch of 1 stays in), mobilenet_v2, efficientnet_b0
+// (torchvision; SiLU as Sigmoid and Mul, squeeze-excitation), vit_tiny (timm vit_tiny_patch16_224:
+// patch conv, class token, LayerNormalization, qkv reshaped to 5-D and unbound by Gather, erf GELU
 // decomposed by TorchScript and the opset-20 Gelu op from dynamo); and from int64 token ids
 // (128 tokens), bert_encoder (transformers BertModel's shapes, hidden 768, 12 heads, FFN 3072,
 // vocab 30522, with 2 of its 12 layers; an attention mask) and gpt2_block (GPT2Model's
