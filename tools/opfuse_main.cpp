@@ -29,10 +29,15 @@ namespace {
 // `opfuse explore` and `opfuse run` are opfuse-explore and opfuse-run, beside this binary:
 // they JIT-compile with Halide, which must not share a process with the AOT kernels' OpenCL
 // runtime (two LLVMs).
-int exec_sibling(const char* name, int argc, char** argv) {
+// The tool NAME beside this executable (build/tools/).
+std::string sibling_path(const char* argv0, const char* name) {
   std::error_code ec;
   const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
-  const std::string tool = (ec ? std::filesystem::path(argv[0]) : self).parent_path() / name;
+  return (ec ? std::filesystem::path(argv0) : self).parent_path() / name;
+}
+
+int exec_sibling(const char* name, int argc, char** argv) {
+  const std::string tool = sibling_path(argv[0], name);
   std::vector<char*> args{const_cast<char*>(tool.c_str())};
   for (int i = 2; i < argc; ++i) args.push_back(argv[i]);
   args.push_back(nullptr);
@@ -73,6 +78,14 @@ int main(int argc, char** argv) {
                        "a Python with PyTorch, for the eager and torch.compile rows");
   demo_cmd->add_option("--seconds", demo.seconds_per_kernel, "timing budget per kernel")
       ->check(CLI::Range(0.01, 60.0));
+  demo_cmd
+      ->add_option("--network", demo.networks,
+                   "a whole network (.onnx), repeatable: fused and unfused through the JIT, "
+                   "checked against the reference (tools/run.sh passes the corpus's)")
+      ->check(CLI::ExistingFile);
+  demo_cmd->add_option("--network-reps", demo.network_reps, "timed runs a network plan")
+      ->check(CLI::Range(1, 1000));
+  demo.run_tool = sibling_path(argv[0], "opfuse-run");
 
   std::string graph_path;
   bool run_reference = false;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -16,10 +17,10 @@
 #include "fusion/hardware/calibrate.h"
 #include "fusion/hardware/host.h"
 #include "fusion/planner/planner.h"
-#include "schedules/group_schedule.h"
 #include "fusion/reference/compare.h"
 #include "fusion/reference/executor.h"
 #include "runtime/pool_allocator.h"
+#include "schedules/group_schedule.h"
 
 namespace opfuse::tools {
 
@@ -165,6 +166,75 @@ json pytorch_rows(const ReportOptions& o, double seconds) {
   }
   std::ifstream in(out);
   return json::parse(in)["results"];
+}
+
+// The whole networks: per model, `opfuse plan --no-fusion` for the unfused plan, then
+// opfuse-run on the planner's plan (with --check) and on the unfused one. Each run compiles
+// the network through the JIT (15-35 s for the corpus's), so the two are timed once each,
+// back to back, `network_reps` runs: on a shared machine whose speed drifts within minutes
+// their ratio is indicative; bench/networks/run.sh alternates AOT libraries for figures to
+// quote. Rows: model, kernels and median time per plan, unfused/fused, the check.
+json network_rows(const ReportOptions& o, bool& all_ok) {
+  json rows = json::array();
+  if (o.networks.empty() || !o.only.empty()) return rows;  // --model: that zoo model only
+  const fs::path dir = fs::path(o.out_dir) / "networks";
+  fs::create_directories(dir);
+  std::printf(
+      "\nwhole networks (opfuse run: the JIT, %d runs a plan, fused checked against the "
+      "reference executor) ...\n%-28s %13s %10s %13s %10s %9s  %s\n",
+      o.network_reps, "network", "fused kernels", "fused ms", "unfused kern.", "unfused ms",
+      "unf/fused", "check");
+  // `cmd`'s output in LOG; its exit status.
+  auto run = [](const std::string& cmd, const fs::path& log) {
+    return std::system((cmd + " > '" + log.string() + "' 2>&1").c_str());
+  };
+  // From opfuse-run's log: "plan: K kernels for N ops", "time: median T ms", "reference: match".
+  auto parse = [](const fs::path& log, int& kernels, double& ms, bool& match) {
+    std::ifstream in(log);
+    std::string l;
+    kernels = 0, ms = 0, match = true;
+    while (std::getline(in, l)) {
+      std::sscanf(l.c_str(), "plan: %d kernels", &kernels);
+      std::sscanf(l.c_str(), "time: median %lf ms", &ms);
+      const auto r = l.find("reference: ");
+      if (r != std::string::npos && l.compare(r + 11, 5, "match") != 0) match = false;
+    }
+  };
+  const std::string self = (fs::path(o.run_tool).parent_path() / "opfuse").string();
+  for (const std::string& m : o.networks) {
+    const std::string name = fs::path(m).stem().string();
+    const fs::path unf_plan = dir / (name + ".unfused.plan.json");
+    const std::string reps = " --reps " + std::to_string(o.network_reps);
+    int kf = 0, ku = 0;
+    double tf = 0, tu = 0;
+    bool match = false, unfused_match = true;
+    const int plan_rc =
+        run("'" + self + "' plan '" + m + "' --no-fusion --json '" + unf_plan.string() + "'",
+            dir / (name + ".plan.log"));
+    const int fused_rc =
+        run("'" + o.run_tool + "' '" + m + "' --check" + reps, dir / (name + ".fused.log"));
+    parse(dir / (name + ".fused.log"), kf, tf, match);
+    const int unf_rc =
+        plan_rc ? plan_rc
+                : run("'" + o.run_tool + "' '" + m + "' --plan '" + unf_plan.string() + "'" + reps,
+                      dir / (name + ".unfused.log"));
+    parse(dir / (name + ".unfused.log"), ku, tu, unfused_match);
+    const bool ok = fused_rc == 0 && unf_rc == 0 && match && tf > 0 && tu > 0;
+    all_ok = all_ok && ok;
+    const std::string check = ok ? "match" : "FAILED (see " + (dir / name).string() + ".*.log)";
+    std::printf("%-28s %13d %10.3f %13d %10.3f %9s  %s\n", name.c_str(), kf, tf, ku, tu,
+                tf > 0 && tu > 0 ? ("x" + fmt(tu / tf)).c_str() : "-", check.c_str());
+    std::fflush(stdout);
+    rows.push_back({{"model", name},
+                    {"path", m},
+                    {"fused_kernels", kf},
+                    {"fused_s", tf * 1e-3},
+                    {"unfused_kernels", ku},
+                    {"unfused_s", tu * 1e-3},
+                    {"unfused_over_fused", tf > 0 ? tu / tf : 0.0},
+                    {"matches_reference", ok}});
+  }
+  return rows;
 }
 
 }  // namespace
@@ -354,6 +424,28 @@ int run_report(const ReportOptions& o) {
     results.push_back(r);
   }
 
+  const json networks = network_rows(o, all_ok);
+  double log_ratio = 0;
+  int timed = 0;
+  bool fused_never_slower = true;
+  for (const auto& n : networks) {
+    const double r = n["unfused_over_fused"].get<double>();
+    if (!n["matches_reference"].get<bool>() || r <= 0) continue;  // failed: not a ratio
+    log_ratio += std::log(r);
+    ++timed;
+    fused_never_slower = fused_never_slower && r >= 1;
+  }
+  std::string networks_line;
+  if (timed > 0) {
+    networks_line = "whole networks: unfused/fused geometric mean x" +
+                    fmt(std::exp(log_ratio / timed)) + " over " + std::to_string(timed) +
+                    ", fused " +
+                    (fused_never_slower ? "at or under unfused on every network"
+                                        : "slower than unfused on some network") +
+                    " (one JIT run a plan: indicative; bench/networks/run.sh alternates)";
+    std::printf("%s\n", networks_line.c_str());
+  }
+
   // Summary: speed-up table and the plans' explanations.
   std::ofstream md(fs::path(o.out_dir) / "summary.md");
   md << "# opfuse report\n\nTarget " << o.target << " (" << isa.name
@@ -387,16 +479,28 @@ int run_report(const ReportOptions& o) {
     md << "- " << g << "\n";
     std::printf("  %s\n", g.c_str());
   }
+  if (!networks.empty()) {
+    md << "\n## Whole networks\n\nThrough `opfuse run` (the JIT), " << o.network_reps
+       << " runs a plan, the fused plan checked against the reference executor; logs in "
+          "`networks/`.\n\n| network | fused kernels | fused ms | unfused kernels | unfused ms | "
+          "unfused/fused | matches reference |\n|---|---|---|---|---|---|---|\n";
+    for (const auto& n : networks) {
+      md << "| " << n["model"].get<std::string>() << " | " << n["fused_kernels"].get<int>() << " | "
+         << fmt(n["fused_s"].get<double>() * 1e3) << " | " << n["unfused_kernels"].get<int>()
+         << " | " << fmt(n["unfused_s"].get<double>() * 1e3) << " | "
+         << fmt(n["unfused_over_fused"].get<double>()) << " | "
+         << (n["matches_reference"].get<bool>() ? "yes" : "NO") << " |\n";
+    }
+    md << "\n" << networks_line << "\n";
+  }
   md << "\n![roofline](roofline.png)\n";
-  std::ofstream(fs::path(o.out_dir) / "results.json") << json{{"target", o.target},
-                                                              {"isa", isa.name},
-                                                              {"peak_flops", peak},
-                                                              {"dram_bandwidth_Bps", bw},
-                                                              {"llc_bandwidth_Bps", bw_llc},
-                                                              {"cores", threads},
-                                                              {"results", results}}
-                                                             .dump(2)
-                                                      << "\n";
+  std::ofstream(fs::path(o.out_dir) / "results.json")
+      << json{{"target", o.target},          {"isa", isa.name},
+              {"peak_flops", peak},          {"dram_bandwidth_Bps", bw},
+              {"llc_bandwidth_Bps", bw_llc}, {"cores", threads},
+              {"results", results},          {"networks", networks}}
+             .dump(2)
+      << "\n";
   // The roofline plot, every kernel on it (Debian's python3-matplotlib).
   const std::string plot = "/usr/bin/python3 '" + std::string(OPFUSE_SOURCE_DIR) +
                            "/tools/roofline_plot.py' '" + o.out_dir + "' 2>&1";
@@ -404,8 +508,9 @@ int run_report(const ReportOptions& o) {
     std::printf("(no roofline.png: python3-matplotlib missing)\n");
   std::printf("\nwrote %s/results.json, %s/summary.md, %s/roofline.png, %s/plans/\n",
               o.out_dir.c_str(), o.out_dir.c_str(), o.out_dir.c_str(), o.out_dir.c_str());
-  std::printf("%s\n", all_ok ? "every kernel matches the reference executor"
-                             : "SOME KERNELS DO NOT MATCH THE REFERENCE (see the check column)");
+  std::printf("%s\n", all_ok
+                          ? "every kernel matches the reference executor"
+                          : "SOME KERNELS OR NETWORKS FAILED THEIR CHECK (see the check columns)");
   return all_ok ? 0 : 1;
 }
 

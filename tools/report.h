@@ -1,6 +1,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace opfuse::tools {
 
@@ -15,6 +16,12 @@ struct ReportOptions {
   // Which build of the zoo: "host", or an explicit ISA ("x86-avx2", "x86-avx512"), measured
   // against that ISA's roofline; Halide's autoschedulers are built for the host only.
   std::string target = "host";
+  // Whole networks (ONNX files; tools/run.sh passes the corpus's dynamo exports): each run
+  // through `run_tool` (opfuse-run, Halide's JIT), the planner's plan and the unfused one,
+  // `network_reps` runs each; the fused plan's outputs checked against the reference executor.
+  std::vector<std::string> networks;
+  std::string run_tool;
+  int network_reps = 20;
 };
 
 // The main job: plans every zoo model, checks each host kernel against the reference
