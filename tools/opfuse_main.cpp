@@ -26,9 +26,6 @@
 
 namespace {
 
-// `opfuse explore` and `opfuse run` are opfuse-explore and opfuse-run, beside this binary:
-// they JIT-compile with Halide, which must not share a process with the AOT kernels' OpenCL
-// runtime (two LLVMs).
 // The tool NAME beside this executable (build/tools/).
 std::string sibling_path(const char* argv0, const char* name) {
   std::error_code ec;
@@ -36,6 +33,9 @@ std::string sibling_path(const char* argv0, const char* name) {
   return (ec ? std::filesystem::path(argv0) : self).parent_path() / name;
 }
 
+// `opfuse explore` and `opfuse run` are opfuse-explore and opfuse-run, beside this binary:
+// they JIT-compile with Halide, which must not share a process with the AOT kernels' OpenCL
+// runtime (two LLVMs).
 int exec_sibling(const char* name, int argc, char** argv) {
   const std::string tool = sibling_path(argv[0], name);
   std::vector<char*> args{const_cast<char*>(tool.c_str())};
