@@ -2,20 +2,24 @@
 // this CPU, for a quick check of a model before an AOT build.
 //
 //   opfuse run MODEL [--input NAME=FILE.npy|FILE.bin ...] [--outputs DIR] [--plan PLAN.json]
-//              [--library LIB.so] [--check] [--reps N [--compare-spin]] [--dim NAME=N ...]
+//              [--library LIB.so] [--check] [--reps N [--compare-spin | --compare-plan P.json]]
+//              [--dim NAME=N ...]
 //
 // A model with symbolic dimensions (a dynamic batch) runs at the sizes --dim gives, else at
 // those of the --input .npy files.
 // Inputs not given are random (seeded). `--check` compares every output with the reference
 // executor; `--reps` times the compiled plan (median). `--library` runs a library `opfuse
 // compile --shared` built from MODEL (runtime::Model) instead of the JIT, to check and time the
-// artefact itself. Never loads PoCL (JIT process).
+// artefact itself. `--compare-plan` compiles a second plan (the unfused one from `opfuse plan
+// --no-fusion --json`) into the same process and alternates the two in fives: on a machine
+// whose speed drifts, their ratio. Never loads PoCL (JIT process).
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -26,16 +30,16 @@
 #include "fusion/frontend/dynamic.h"
 #include "fusion/frontend/load_model.h"
 #include "fusion/hardware/profile.h"
+#include "fusion/ops/lower.h"
+#include "fusion/ops/realize.h"
 #include "fusion/planner/planner.h"
 #include "fusion/reference/compare.h"
 #include "fusion/reference/executor.h"
-#include "fusion/ops/lower.h"
-#include "fusion/ops/realize.h"
 #include "runtime/model.h"
 #include "runtime/thread_pool.h"
+#include "schedules/emitter.h"
 #include "schedules/jit.h"
 #include "schedules/shape_cache.h"
-#include "schedules/emitter.h"
 #include "tools/library_run.h"
 #include "tools/npy.h"
 
@@ -166,6 +170,11 @@ int main(int argc, char** argv) {
   app.add_flag("--compare-spin", compare_spin,
                "with --reps: alternate the thread pool's idle spin (on, off) every 5 runs and "
                "print both medians (runtime/thread_pool.h)");
+  std::string compare_plan;
+  app.add_option("--compare-plan", compare_plan,
+                 "with --reps: also compile this plan JSON (e.g. opfuse plan --no-fusion --json) "
+                 "and alternate the two every 5 runs, N runs each; print both medians")
+      ->check(CLI::ExistingFile);
   std::string library;
   app.add_option("--library", library,
                  "run this library (`opfuse compile MODEL --shared`) instead of the JIT");
@@ -267,12 +276,26 @@ int main(int argc, char** argv) {
     if (!library.empty() && breakdown) {
       throw std::runtime_error("--breakdown times the JIT's plan, not a --library");
     }
-    std::optional<schedules::CompiledPlan> jit;
+    if (!compare_plan.empty() && (!library.empty() || breakdown || compare_spin)) {
+      throw std::runtime_error(
+          "--compare-plan compares two JIT plans: not with --library, "
+          "--breakdown or --compare-spin");
+    }
+    std::optional<schedules::CompiledPlan> jit, other;
+    fusion::FusionPlan other_plan;
     std::optional<tools::LibraryRun> lib;
     if (library.empty()) {
       jit.emplace(g, plan, in, graph::TensorMap{}, breakdown);
       jit->run();
       std::printf("plan: %d kernels for %zu ops\n", plan.kernels_fused(), g.nodes().size());
+      if (!compare_plan.empty()) {
+        other_plan = fusion::plan_from_user_groups(
+            g, model, fusion::user_groups_from_plan_file(compare_plan));
+        other.emplace(g, other_plan, in, graph::TensorMap{}, false);
+        other->run();
+        std::printf("compare plan: %d kernels for %zu ops\n", other_plan.kernels_fused(),
+                    g.nodes().size());
+      }
     } else {
       lib.emplace(library, g, in);
       lib->run();
@@ -282,15 +305,23 @@ int main(int argc, char** argv) {
     const graph::TensorMap out = jit ? jit->outputs() : lib->outputs();
     if (reps > 0) {
       // With --compare-spin, runs alternate in fives: spinning workers, then sleeping ones.
-      std::vector<double> spinning, sleeping;
+      std::vector<double> spinning, sleeping, compared;
       const int spin = compare_spin ? opfuse::runtime::spin_us() : 0;
-      for (int i = 0; i < reps; ++i) {
+      auto timed = [](const std::function<void()>& call, std::vector<double>& into) {
+        const auto t0 = std::chrono::steady_clock::now();
+        call();
+        into.push_back(
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+      };
+      for (int i = 0; i < reps && !other; ++i) {
         const bool asleep = compare_spin && (i / 5) % 2;
         if (compare_spin) opfuse::runtime::set_spin_us(asleep ? 0 : spin);
-        const auto t0 = std::chrono::steady_clock::now();
-        run_once();
-        (asleep ? sleeping : spinning)
-            .push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+        timed(run_once, asleep ? sleeping : spinning);
+      }
+      // With --compare-plan, up to 5 runs of this plan, then as many of the other, `reps` each.
+      for (int done = 0; other && done < reps; done += 5) {
+        for (int k = 0; k < std::min(5, reps - done); ++k) timed(run_once, spinning);
+        for (int k = 0; k < std::min(5, reps - done); ++k) timed([&] { other->run(); }, compared);
       }
       if (compare_spin) opfuse::runtime::set_spin_us(spin);
       auto print_median = [](const char* what, std::vector<double> t) {
@@ -300,6 +331,7 @@ int main(int argc, char** argv) {
       };
       print_median("time, workers sleeping between loops (spin 0)", sleeping);
       print_median("time", spinning);
+      print_median("time, --compare-plan", compared);
     }
     if (breakdown) {
       // Each group's root productions stamped in every run (CompiledPlan `timed`): medians

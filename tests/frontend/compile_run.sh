@@ -29,6 +29,17 @@ assert [g["group"] for g in b["groups"]] == list(range(len(groups)))
 assert all(g["measured_s"] > 0 and g["predicted_s"] > 0 for g in b["groups"]), b["groups"]
 assert b["runs"] >= 20
 PY
+# The unfused plan compiled beside the fused one and alternated (what `opfuse demo` times the
+# networks with): both medians over 7 runs each, both kernel counts; not with --library.
+"$2" plan "$model" --no-fusion --json "$work/unfused.json" > /dev/null
+"$2" run "$model" --check --reps 7 --compare-plan "$work/unfused.json" > "$work/cmp.log"
+grep -q "^time: median .* ms over 7 runs" "$work/cmp.log" || { cat "$work/cmp.log"; exit 1; }
+grep -q "^time, --compare-plan: median .* ms over 7 runs" "$work/cmp.log" || { cat "$work/cmp.log"; exit 1; }
+ops=$(sed -n 's/^plan: [0-9]* kernels for \([0-9]*\) ops$/\1/p' "$work/cmp.log")
+grep -q "^compare plan: $ops kernels for $ops ops" "$work/cmp.log" || { cat "$work/cmp.log"; exit 1; }
+grep -q "reference: match" "$work/cmp.log"
+if "$2" run "$model" --reps 3 --compare-plan "$work/unfused.json" --library "$work/none.so" 2> "$work/err.log"; then exit 1; fi
+grep -q "compare-plan compares two JIT plans" "$work/err.log"
 # The output as an input (raw float32 rejected when the size is wrong, .npy accepted).
 head -c 12 /dev/zero > "$work/bad.bin"
 if "$2" run "$model" --input "x=$work/bad.bin" 2> "$work/err.log"; then exit 1; fi
