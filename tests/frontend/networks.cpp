@@ -696,6 +696,12 @@ const std::vector<std::string>& network_names() {
   return n;
 }
 
+std::string network_list() {
+  std::string list;
+  for (const auto& n : network_names()) list += (list.empty() ? "" : ", ") + n;
+  return list;
+}
+
 const char* style_name(ExportStyle s) {
   return s == ExportStyle::dynamo ? "dynamo" : "torchscript";
 }
@@ -719,10 +725,7 @@ std::string write_network(const std::string& name, ExportStyle style, const std:
   } else if (name == "gpt2_block") {
     gpt2_block(w, 128);
   } else {
-    throw std::runtime_error(
-        "no network '" + name +
-        "' (resnet18, resnet50, resnet50_b4, mobilenet_v2, efficientnet_b0, vit_tiny, "
-        "bert_encoder, gpt2_block)");
+    throw std::runtime_error("no network '" + name + "' (" + network_list() + ")");
   }
   const std::string path =
       dir + "/" + name + "_" + style_name(style) + (dynamic_batch ? "_dynbatch" : "") +

@@ -27,6 +27,8 @@ namespace opfuse::testing {
 enum class ExportStyle { torchscript, dynamo };
 
 const std::vector<std::string>& network_names();
+// network_names() as "resnet18, resnet50, ...", for the messages that refuse another name.
+std::string network_list();
 const char* style_name(ExportStyle s);
 // Writes DIR/<name>_<style>.onnx (and, dynamo, DIR/<name>_<style>.onnx.data); returns the
 // model's path. `image` is the input's height and width (224 for the real networks).

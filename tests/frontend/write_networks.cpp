@@ -51,14 +51,13 @@ int main(int argc, char** argv) {
   }
   const auto& names = opfuse::testing::network_names();
   if (!only.empty() && std::find(names.begin(), names.end(), only) == names.end()) {
-    std::string known;
-    for (const auto& n : names) known += (known.empty() ? "" : ", ") + n;
-    std::fprintf(stderr, "no network '%s' (%s)\n", only.c_str(), known.c_str());
+    std::fprintf(stderr, "no network '%s' (%s)\n", only.c_str(),
+                 opfuse::testing::network_list().c_str());
     return 1;
   }
   std::filesystem::create_directories(argv[1]);
   using opfuse::testing::ExportStyle;
-  for (const auto& n : opfuse::testing::network_names()) {
+  for (const auto& n : names) {
     if (!only.empty() && n != only) continue;
     for (ExportStyle s : {ExportStyle::torchscript, ExportStyle::dynamo}) {
       if (!style.empty() && style != opfuse::testing::style_name(s)) continue;
