@@ -211,6 +211,9 @@ json network_rows(const ReportOptions& o, bool& all_ok) {
     int kf = 0, ku = 0;
     double tf = 0, tu = 0;
     bool match = false;
+    // A previous demo's files in the same folder must not stand in for this run's.
+    for (const char* f : {".plan.log", ".run.log", ".unfused.plan.json"})
+      fs::remove(dir / (name + f));
     const int plan_rc =
         run("'" + self + "' plan '" + m + "' --no-fusion --json '" + unf_plan.string() + "'",
             dir / (name + ".plan.log"));
