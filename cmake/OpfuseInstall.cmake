@@ -4,7 +4,7 @@
 include(CMakePackageConfigHelpers)
 # The installed generator finds libHalide where it was linked from (the Halide wheel).
 set_target_properties(opfuse_generators PROPERTIES INSTALL_RPATH_USE_LINK_PATH TRUE)
-install(TARGETS opfuse_runtime opfuse_thread_pool opfuse_halide_runtime opfuse_generators EXPORT opfuseTargets
+install(TARGETS opfuse_runtime opfuse_thread_pool opfuse_block_pool opfuse_halide_runtime opfuse_generators EXPORT opfuseTargets
         ARCHIVE DESTINATION lib RUNTIME DESTINATION bin)
 install(EXPORT opfuseTargets NAMESPACE opfuse:: DESTINATION lib/cmake/opfuse)
 configure_package_config_file(cmake/opfuseConfig.cmake.in

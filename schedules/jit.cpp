@@ -5,7 +5,6 @@
 #include <chrono>
 #include <cstdlib>
 #include <map>
-#include <mutex>
 #include <set>
 #include <stdexcept>
 #include <thread>
@@ -14,6 +13,7 @@
 #include "fusion/hardware/calibrate.h"
 #include "fusion/ops/lower.h"
 #include "fusion/ops/realize.h"
+#include "runtime/block_pool.h"
 #include "runtime/thread_pool.h"
 #include "schedules/emitter.h"
 
@@ -23,50 +23,26 @@ using namespace Halide;
 
 namespace {
 
-// Heap accounting and pooling for the JIT pipelines' allocations. Freed blocks are kept by
-// size and handed out again (as every framework's caching allocator does, and as the AOT
-// benchmarks' pool does), so a plan that stores intermediates is not charged for the page
-// faults of fresh large allocations on every call. Halide's handlers are plain function
-// pointers, so the pool and the counters are per process: one CompiledPlan is measured at a
-// time; the pool is emptied when a CompiledPlan is destroyed.
+// Heap accounting for the JIT pipelines' allocations, which come from the block pool the AOT
+// libraries use (runtime/block_pool.h: the most recently freed block that fits, so that a
+// plan that stores intermediates pays neither fresh pages nor cold lines on every call).
+// Halide's handlers are plain function pointers, so the counters are per process: one
+// CompiledPlan is measured at a time; the idle blocks are freed when a CompiledPlan is
+// destroyed.
 std::atomic<int64_t> g_heap_now{0}, g_heap_peak{0};
-std::mutex g_pool_mutex;
-std::multimap<size_t, void*> g_pool;  // bytes -> free block
-
-constexpr size_t kHeader = 64;  // keeps the 32-byte alignment Halide asks for
 
 void* counting_malloc(JITUserContext*, size_t bytes) {
-  void* p = nullptr;
-  {
-    std::lock_guard<std::mutex> lock(g_pool_mutex);
-    auto it = g_pool.find(bytes);
-    if (it != g_pool.end()) {
-      p = it->second;
-      g_pool.erase(it);
-    }
-  }
-  if (!p && posix_memalign(&p, kHeader, bytes + kHeader) != 0) return nullptr;
-  *static_cast<size_t*>(p) = bytes;
+  void* p = runtime::pool_allocate(bytes);
+  if (!p) return nullptr;
   const int64_t now = g_heap_now += int64_t(bytes);
   int64_t peak = g_heap_peak.load();
   while (now > peak && !g_heap_peak.compare_exchange_weak(peak, now)) {
   }
-  return static_cast<char*>(p) + kHeader;
+  return p;
 }
 
 void counting_free(JITUserContext*, void* ptr) {
-  if (!ptr) return;
-  void* base = static_cast<char*>(ptr) - kHeader;
-  const size_t bytes = *static_cast<size_t*>(base);
-  g_heap_now -= int64_t(bytes);
-  std::lock_guard<std::mutex> lock(g_pool_mutex);
-  g_pool.emplace(bytes, base);
-}
-
-void empty_pool() {
-  std::lock_guard<std::mutex> lock(g_pool_mutex);
-  for (auto& [bytes, p] : g_pool) std::free(p);
-  g_pool.clear();
+  g_heap_now -= int64_t(runtime::pool_release(ptr));
 }
 
 // A timed run's context: the trace handler stamps each root Func's production (the events
@@ -203,7 +179,7 @@ void CompiledPlan::compile(const graph::Graph& g, const fusion::FusionPlan& plan
   impl_->pipeline.compile_jit(impl_->target);
 }
 
-CompiledPlan::~CompiledPlan() { empty_pool(); }
+CompiledPlan::~CompiledPlan() { runtime::pool_trim(); }
 
 const schedules::PipelineSchedule& CompiledPlan::schedule() const { return impl_->schedule; }
 
