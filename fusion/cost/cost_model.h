@@ -60,7 +60,7 @@ struct GroupEstimate {
   // a calibration fits the classes' efficiencies on.
   std::map<std::string, double> flops_by_class;
   double recompute_factor = 1;    // flops / flops without halo recompute
-  double boundary_in_bytes = 0;   // inputs and params, read once from global memory
+  double boundary_in_bytes = 0;   // inputs, params and stored outputs read back, once each
   double boundary_out_bytes = 0;  // outputs consumed outside the group or graph outputs
   double intermediate_bytes = 0;  // produced and consumed inside: stays on chip
   double working_set_bytes = 0;   // per tile

@@ -402,3 +402,20 @@ TEST_CASE("7.2.4 learned benefit model: trains, round-trips, and plugs into the 
   CHECK_THROWS_AS(make_cost_model("learned:/nonexistent.json", builtin_profile("h200")),
                   std::runtime_error);
 }
+
+TEST_CASE("a member reading an output the group stores reads it back from memory") {
+  // relu's output is a graph output, so it is stored (a root of the schedule, computed whole
+  // before its readers): the sigmoid reading it reads 4 MB back, as a separate kernel would.
+  GraphBuilder b("stored");
+  const auto x = b.input("x", {1, 1024, 1024});
+  const auto r = b.relu(x);
+  b.output(r);
+  b.output(b.sigmoid(r));
+  const Graph g = b.build();
+  const IndexedGraph ig(g);
+  const GroupEstimate e = RooflineCostModel(flat_profile(1e12, 1e11)).estimate(ig, all_nodes(ig));
+  const double tensor = 1024.0 * 1024 * 4;
+  CHECK(e.boundary_in_bytes == doctest::Approx(2 * tensor));  // x, and r read back
+  CHECK(e.boundary_out_bytes == doctest::Approx(2 * tensor));
+  CHECK(e.intermediate_bytes == 0);
+}
