@@ -392,6 +392,19 @@ TEST_CASE("an NHWC conv's input channels and a linear's K in chunks; blocks of r
   CHECK(conv_block(28, 128).rows == 7);
   CHECK(conv_block(56, 64).rows == 7);
   CHECK(conv_block(56, 64).vectors == 4);
+  // A patch embedding (ViT's 16x16 conv, stride 16, 3 -> 192 channels): its windows do not
+  // overlap, so 2 weight vectors over more rows, not a wide block, though its weight slice
+  // (768 a channel) is as far past L1.
+  {
+    graph::GraphBuilder b("patches");
+    graph::Conv2dOptions patch;
+    patch.strides = {16, 16};
+    auto x = b.input("x", {1, 224, 224, 3}, graph::Layout::NHWC);
+    b.output(b.conv2d(x, b.param("w", {192, 3, 16, 16}), patch));
+    const schedules::RegisterBlock pb = anchor_block(b.build(), {"conv2d_0"});
+    CHECK(pb.vectors == 2);
+    CHECK(pb.rows == 7);
+  }
   // 144 channels (9 vectors of 16 lanes, not a multiple of 2): MobileNetV2's expanding 1x1
   // conv 24 -> 144 and the depthwise conv after it take blocks of 3 vectors x 8 rows, none
   // moved back over another; on AVX2 (18 vectors of 8) 2 vectors as before.
