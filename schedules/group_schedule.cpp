@@ -844,10 +844,11 @@ class GroupScheduler {
   // 14x14x256 0.498 -> 0.438; 1x1 28x28, 512 -> 128 0.364 -> 0.344. Where the slice fits L1
   // at 2 vectors it does not at 4: 1x1 14x14, 256 -> 1024, 0.331 -> 0.356; the 7x7 stem
   // (Cin 3) 0.893 -> 0.881, the same.
-  // Not a conv whose windows do not overlap (a patch embedding, stride = kernel): no input
-  // is shared by neighbouring pixels, so a wide block's saving (each broadcast feeding 4
-  // weight vectors) buys little, while its weights, streamed from L2 for every block of
-  // pixels, cost twice the loads per FMA of 2 vectors over twice the rows. ViT-Tiny's
+  // Not a conv whose windows do not overlap (a patch embedding: stride = kernel; a dilated
+  // kernel spans (k - 1) d + 1 inputs): no input is shared by neighbouring pixels, so a wide
+  // block's saving (each broadcast feeding 4 weight vectors) buys little, while its weights,
+  // streamed from L2 for every block of pixels, cost twice the loads per FMA of 2 vectors over
+  // twice the rows. ViT-Tiny's
   // 16x16 / 16 patch embedding (768 weights a channel), 4 x 7 -> 2 x 7 blocks (JIT, 2 Zen 4
   // cores, 60 runs each alternated in fives, both orders): 13.71 -> 13.48 and 13.67 -> 13.40
   // ms; 2 x 14 (past the accumulator budget) 13.42, 6 x 4 about the same.
@@ -857,7 +858,13 @@ class GroupScheduler {
     if (w.size() != 4) return false;
     const graph::Window2d win =
         graph::conv2d_window(n, ig_.graph().tensor(n.inputs[0]), ig_.graph().tensor(n.inputs[1]));
-    if (win.strides == win.kernel && (win.kernel[0] > 1 || win.kernel[1] > 1)) return false;
+    bool disjoint = true, single = true;  // no two windows share an input; 1x1 windows
+    for (int d = 0; d < 2; ++d) {
+      const int64_t extent = win.dilations[size_t(d)] * (win.kernel[size_t(d)] - 1) + 1;
+      disjoint = disjoint && win.strides[size_t(d)] >= extent;
+      single = single && extent == 1;
+    }
+    if (disjoint && !single) return false;
     const int64_t slice = w[1] * w[2] * w[3] * kBlockVectors * b.lanes * int64_t(sizeof(float));
     return slice > t_.l1_bytes;
   }

@@ -404,6 +404,14 @@ TEST_CASE("an NHWC conv's input channels and a linear's K in chunks; blocks of r
     const schedules::RegisterBlock pb = anchor_block(b.build(), {"conv2d_0"});
     CHECK(pb.vectors == 2);
     CHECK(pb.rows == 7);
+    // Dilated by 2, 2x2 windows at stride 2 span 3 inputs and share one: still wide.
+    graph::GraphBuilder d("dilated");
+    graph::Conv2dOptions dilated;
+    dilated.strides = {2, 2};
+    dilated.dilations = {2, 2};
+    auto y = d.input("y", {1, 57, 57, 128}, graph::Layout::NHWC);
+    d.output(d.conv2d(y, d.param("w", {128, 128, 2, 2}), dilated));
+    CHECK(anchor_block(d.build(), {"conv2d_0"}).vectors == 4);
   }
   // 144 channels (9 vectors of 16 lanes, not a multiple of 2): MobileNetV2's expanding 1x1
   // conv 24 -> 144 and the depthwise conv after it take blocks of 3 vectors x 8 rows, none
