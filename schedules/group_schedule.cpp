@@ -309,6 +309,12 @@ class GroupScheduler {
       return t;
     }
     t.kind = Tiling::Kind::rows;
+    if (rule.head_chunks && k >= 3) {
+      t.split_dim = 2;
+      t.factor = 1;
+      t.tiles = points / (ext[0] * ext[1]);
+      return t;
+    }
     int64_t rows = std::max<int64_t>(1, int64_t(std::floor(double(outer_ext) * tile_fraction)));
     rows = std::min<int64_t>(rows, std::max<int64_t>(1, (outer_ext + 2 * cores - 1) / (2 * cores)));
     rows = std::min(outer_ext, (rows + rule.row_multiple - 1) / rule.row_multiple * rule.row_multiple);
@@ -1114,7 +1120,7 @@ class GroupScheduler {
     // a vector of rows, or most lanes would be masked off.
     if (!t_.gpu && has_row_statistics()) rule.row_multiple = lanes_;
     const size_t rank = root_shape.size();
-    bool weight_bound = true, any = false;
+    bool weight_bound = true, any = false, heads = true;
     int64_t chunk = 1;
     for (const auto& name : g_.nodes) {
       if (!is_blocked_anchor(name) || rank < 2) continue;
@@ -1126,6 +1132,7 @@ class GroupScheduler {
       rule.chunk_columns = false;
       const RegisterBlock bs = block_shape(name);
       any = true;
+      heads = heads && name != root && splits_heads(name, root);
       // A chunk of the root's channels is a window into a concat's inputs: DenseNet's last
       // conv of a layer feeds channels [992, 1024) of the next concat, so a chunk [0, 256)
       // needs none of it, the clamped index asks for one channel, and a 32-channel block
@@ -1171,7 +1178,16 @@ class GroupScheduler {
     // linear's padded panels it computes into the padding instead: the emitter's
     // guard_columns): a classifier's 1000 columns in blocks of 64 had been one tile on one
     // core (MobileNetV2's GEMV, 5 MB of weights, 110 us in the network).
-    if (any && weight_bound && root_shape.back() >= chunk) rule.channel_chunks = chunk;
+    // Split into heads, the chunks are heads: ViT-Tiny's q, k, v linear (576 columns, 197 rows)
+    // under its head split, 12 groups (JIT, 2 Zen 4 cores, two sets of medians of 5 alternated
+    // runs): 2.92 and 2.88 ms stored whole and copied into heads, 2.72 and 2.83 in tiles of one
+    // head; in 3 tiles of 3 heads (as tiles of rows sized for the cache came out) 3.35 in one
+    // run, the third tile left to one core.
+    if (any && weight_bound && heads) {
+      rule.head_chunks = true;
+    } else if (any && weight_bound && root_shape.back() >= chunk) {
+      rule.channel_chunks = chunk;
+    }
     return rule;
   }
 
@@ -1262,8 +1278,52 @@ class GroupScheduler {
       }
       return m != root;
     });
-    if (moved) return false;
+    if (moved) return last_two && splits_heads(anchor, root);
     return a.size() == r.size() || (last_two && keeps_last_two(a, r));
+  }
+
+  // Is the path from an anchor over the last two axes to `root` a head split: one reshape
+  // splitting the last axis, [.., S, H * D] -> [.., S, H, D], and transposes that keep D last
+  // and bring S second to last, [.., H, S, D]? A tile of the root (D whole, rows of S, the
+  // heads' dims one point each) then reads a box of the anchor: those rows and D columns,
+  // whole blocks where D is a multiple of the block's width. Not aligned, ViT-Tiny's q, k, v
+  // linear was stored whole and copied into heads in a second pass.
+  // (The reverse, attention's matmuls and softmax computed at the tiles of rows of the
+  // head-merging reshape after them, measured no faster than each computed whole in its own
+  // tiles: ViT-Tiny's 12 attention groups 2.45-2.49 ms against 2.42, JIT, 2 Zen 4 cores,
+  // medians of 5 alternated runs; their 3 x 197 x 197 scores stay in L2 either way.)
+  bool splits_heads(const std::string& anchor, const std::string& root) const {
+    const RegisterBlock b = block_shape(anchor);
+    const int64_t width = int64_t(b.lanes) * b.vectors;
+    size_t row = tensor_of(anchor).shape.size() - 2;  // the axis of the anchor's rows
+    bool split = false;
+    for (std::string m = anchor; m != root;) {
+      std::vector<std::string> readers;
+      for (size_t s : ig_.succs(index_.at(m))) {
+        if (members_.count(ig_.node(s).name)) readers.push_back(ig_.node(s).name);
+      }
+      if (readers.size() != 1) return false;
+      m = readers[0];
+      const graph::Node& n = node(m);
+      const graph::Shape& in = ig_.graph().tensor(n.inputs[0]).shape;
+      const graph::Shape& out = tensor_of(m).shape;
+      if (n.op == "reshape") {
+        // Every axis but the last kept: the rows stay on axis `row`.
+        if (split || in.empty() || graph::reshape_kept_dims(in, out).first + 1 < in.size() ||
+            out.size() <= in.size() || out.back() % width != 0) {
+          return false;
+        }
+        split = true;
+      } else if (n.op == "transpose") {
+        const std::vector<int64_t> perm = graph::attr_ints(n, "perm", {});
+        if (perm.size() != out.size() || perm.back() != int64_t(out.size()) - 1) return false;
+        row = size_t(std::find(perm.begin(), perm.end(), int64_t(row)) - perm.begin());
+      } else if (graph::has_trait(n.op, graph::OpTrait::moves_layout) ||
+                 graph::has_trait(n.op, graph::OpTrait::anchor)) {
+        return false;
+      }
+    }
+    return split && row + 2 == tensor_of(root).shape.size();
   }
 
   // Does a concat or slice along dim 0 (the last axis: NHWC channels, columns) lie between an

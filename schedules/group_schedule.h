@@ -97,10 +97,13 @@ struct TileRule {
   // Tiles are chunks of dim 0 (output channels) in multiples of this, each holding all rows:
   // the group's convs read more weights than input (see tile_rule). 0: not so.
   int64_t channel_chunks = 0;
+  // The same for an anchor whose columns the root splits into heads above its rows ([H, S, D]
+  // of [S, H * D]): each tile one point of every dim above the rows, all the rows.
+  bool head_chunks = false;
   bool operator==(const TileRule& o) const {
     return min_dim == o.min_dim && multiple == o.multiple && row_multiple == o.row_multiple &&
            whole == o.whole && chunk_columns == o.chunk_columns &&
-           channel_chunks == o.channel_chunks;
+           channel_chunks == o.channel_chunks && head_chunks == o.head_chunks;
   }
 };
 

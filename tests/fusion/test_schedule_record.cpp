@@ -388,8 +388,10 @@ TEST_CASE("records: an anchor under reshapes that keep its last two axes is bloc
   CHECK(record_of(s, "relu_0").rule.multiple == lin.block->rows);
 }
 
-TEST_CASE("records: an anchor under a head split is computed once in its own tiles") {
-  const Planned p = one_group(true);
+TEST_CASE(
+    "records: an anchor under a head split narrower than its block is computed once in "
+    "its own tiles") {
+  const Planned p = one_group(true);  // heads of 16 columns, a block of 2 x 32 on AVX-512
   const PipelineSchedule s = schedule_plan(p.g, p.plan, avx512());
   const NodeSchedule& lin = record_of(s, "linear_0");
   CHECK(lin.placement == Placement::materialized);
@@ -397,6 +399,29 @@ TEST_CASE("records: an anchor under a head split is computed once in its own til
   CHECK(lin.tiling.tiles > 1);
   REQUIRE(lin.block.has_value());
   CHECK_FALSE(lin.block->whole_dims);  // its own root: aligned with itself
+}
+
+TEST_CASE("records: an anchor under a head split of whole blocks is computed in tiles of heads") {
+  // [1, 64, 192] split into 3 heads of 64: a tile of the transpose, one head's rows, reads
+  // 64 columns of the linear, whole blocks on either ISA; its weights (32 x 192) outweigh its
+  // input (64 x 32), so each tile is one head, all rows, and reads its columns' weights once.
+  const Planned p = as_one_group(opfuse::testing::reshaped_anchor_graph(true, 64));
+  for (const TargetFacts& t : {avx2(), avx512()}) {
+    CAPTURE(t.vector_registers);
+    const PipelineSchedule s = schedule_plan(p.g, p.plan, t);
+    const NodeSchedule& lin = record_of(s, "linear_0");
+    const NodeSchedule& root = record_of(s, "transpose_0");
+    CHECK(lin.placement == Placement::at_tile);
+    CHECK(lin.root == "transpose_0");
+    REQUIRE(lin.block.has_value());
+    CHECK_FALSE(lin.block->whole_dims);
+    CHECK(64 % (lin.block->lanes * lin.block->vectors) == 0);
+    CHECK(root.rule.head_chunks);
+    CHECK(root.tiling.kind == Tiling::Kind::rows);
+    CHECK(root.tiling.split_dim == 2);
+    CHECK(root.tiling.factor == 1);
+    CHECK(root.tiling.tiles == 3);
+  }
 }
 
 TEST_CASE("records: a weight-bound linear under a layer norm is computed once in tiles of columns") {
