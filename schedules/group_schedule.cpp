@@ -309,7 +309,8 @@ class GroupScheduler {
       return t;
     }
     t.kind = Tiling::Kind::rows;
-    if (rule.head_chunks && k >= 3) {
+    // Heads, 2 a core (as chunks of columns); fewer, tiles of rows.
+    if (rule.head_chunks && k >= 3 && points / (ext[0] * ext[1]) >= 2 * cores) {
       t.split_dim = 2;
       t.factor = 1;
       t.tiles = points / (ext[0] * ext[1]);

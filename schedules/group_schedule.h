@@ -98,7 +98,8 @@ struct TileRule {
   // the group's convs read more weights than input (see tile_rule). 0: not so.
   int64_t channel_chunks = 0;
   // The same for an anchor whose columns the root splits into heads above its rows ([H, S, D]
-  // of [S, H * D]): each tile one point of every dim above the rows, all the rows.
+  // of [S, H * D]): each tile one point of every dim above the rows, all the rows, where that
+  // makes 2 tiles a core (tile()).
   bool head_chunks = false;
   bool operator==(const TileRule& o) const {
     return min_dim == o.min_dim && multiple == o.multiple && row_multiple == o.row_multiple &&

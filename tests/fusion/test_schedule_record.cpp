@@ -402,25 +402,34 @@ TEST_CASE(
 }
 
 TEST_CASE("records: an anchor under a head split of whole blocks is computed in tiles of heads") {
-  // [1, 64, 192] split into 3 heads of 64: a tile of the transpose, one head's rows, reads
-  // 64 columns of the linear, whole blocks on either ISA; its weights (32 x 192) outweigh its
-  // input (64 x 32), so each tile is one head, all rows, and reads its columns' weights once.
-  const Planned p = as_one_group(opfuse::testing::reshaped_anchor_graph(true, 64));
-  for (const TargetFacts& t : {avx2(), avx512()}) {
-    CAPTURE(t.vector_registers);
-    const PipelineSchedule s = schedule_plan(p.g, p.plan, t);
-    const NodeSchedule& lin = record_of(s, "linear_0");
-    const NodeSchedule& root = record_of(s, "transpose_0");
-    CHECK(lin.placement == Placement::at_tile);
-    CHECK(lin.root == "transpose_0");
-    REQUIRE(lin.block.has_value());
-    CHECK_FALSE(lin.block->whole_dims);
-    CHECK(64 % (lin.block->lanes * lin.block->vectors) == 0);
-    CHECK(root.rule.head_chunks);
-    CHECK(root.tiling.kind == Tiling::Kind::rows);
-    CHECK(root.tiling.split_dim == 2);
-    CHECK(root.tiling.factor == 1);
-    CHECK(root.tiling.tiles == 3);
+  // [1, 64, H * 64] split into H heads of 64: a tile of the transpose, rows of one head, reads
+  // 64 columns of the linear, whole blocks on either ISA. Its weights (32 x H * 64) outweigh
+  // its input (64 x 32): with 2 heads a core each tile is one head, all rows, and reads its
+  // columns' weights once; with fewer, tiles of rows.
+  for (int64_t heads : {4, 3}) {
+    const Planned p = as_one_group(opfuse::testing::reshaped_anchor_graph(true, 64, heads));
+    for (const TargetFacts& t : {avx2(), avx512()}) {
+      CAPTURE(heads);
+      CAPTURE(t.vector_registers);
+      const PipelineSchedule s = schedule_plan(p.g, p.plan, t);
+      const NodeSchedule& lin = record_of(s, "linear_0");
+      const NodeSchedule& root = record_of(s, "transpose_0");
+      CHECK(lin.placement == Placement::at_tile);
+      CHECK(lin.root == "transpose_0");
+      REQUIRE(lin.block.has_value());
+      CHECK_FALSE(lin.block->whole_dims);
+      CHECK(64 % (lin.block->lanes * lin.block->vectors) == 0);
+      CHECK(root.rule.head_chunks);
+      CHECK(root.tiling.kind == Tiling::Kind::rows);
+      if (heads >= 2 * t.cores) {
+        CHECK(root.tiling.split_dim == 2);
+        CHECK(root.tiling.factor == 1);
+        CHECK(root.tiling.tiles == heads);
+      } else {
+        CHECK(root.tiling.split_dim == 1);  // rows of S, in whole blocks
+        CHECK(root.tiling.factor % lin.block->rows == 0);
+      }
+    }
   }
 }
 
