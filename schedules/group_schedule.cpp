@@ -1294,6 +1294,7 @@ class GroupScheduler {
   // tiles: ViT-Tiny's 12 attention groups 2.45-2.49 ms against 2.42, JIT, 2 Zen 4 cores,
   // medians of 5 alternated runs; their 3 x 197 x 197 scores stay in L2 either way.)
   bool splits_heads(const std::string& anchor, const std::string& root) const {
+    if (tensor_of(anchor).shape.size() < 2) return false;
     const RegisterBlock b = block_shape(anchor);
     const int64_t width = int64_t(b.lanes) * b.vectors;
     size_t row = tensor_of(anchor).shape.size() - 2;  // the axis of the anchor's rows
