@@ -391,7 +391,7 @@ TEST_CASE("records: an anchor under reshapes that keep its last two axes is bloc
 TEST_CASE(
     "records: an anchor under a head split narrower than its block is computed once in "
     "its own tiles") {
-  const Planned p = one_group(true);  // heads of 16 columns, a block of 2 x 32 on AVX-512
+  const Planned p = one_group(true);  // heads of 16 columns, blocks of 2 vectors of 16
   const PipelineSchedule s = schedule_plan(p.g, p.plan, avx512());
   const NodeSchedule& lin = record_of(s, "linear_0");
   CHECK(lin.placement == Placement::materialized);

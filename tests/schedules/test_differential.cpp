@@ -666,13 +666,14 @@ TEST_CASE("token ids and a mask: an embedding lookup fused into its consumers, a
 TEST_CASE("anchors under reshapes: blocked in the root's tiles, or computed once in their own") {
   // transformers' Conv1D (reshape -> linear -> reshape back), and a head split (linear ->
   // reshape -> transpose), each fused into one group, against the reference.
-  // Heads of 16 columns (narrower than an AVX-512 block: stored whole) and of 64 (at the tiles
-  // of heads).
-  for (auto [head_split, head] :
-       std::initializer_list<std::pair<bool, int>>{{false, 16}, {true, 16}, {true, 64}}) {
+  // Heads of 16 columns (narrower than an AVX-512 block: stored whole) and of 64, 3 of them
+  // (at the tiles of rows of the transpose) and 4 (at its tiles of one head, on 2 cores).
+  for (auto [head_split, head, heads] : std::initializer_list<std::tuple<bool, int, int>>{
+           {false, 16, 3}, {true, 16, 3}, {true, 64, 3}, {true, 64, 4}}) {
     CAPTURE(head_split);
     CAPTURE(head);
-    const graph::Graph g = testing::reshaped_anchor_graph(head_split, head);
+    CAPTURE(heads);
+    const graph::Graph g = testing::reshaped_anchor_graph(head_split, head, heads);
     std::vector<fusion::UserGroup> one(1);
     for (size_t i : g.topo_order()) one[0].nodes.push_back(g.nodes()[i].name);
     check_user_groups(g, one, 11);
